@@ -1,0 +1,3 @@
+"""torchyard: PyTorch + CUDA container images whose compatibility is a checked fact."""
+
+__version__ = "0.1.0"

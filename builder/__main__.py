@@ -1,0 +1,3 @@
+from builder.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""The torchyard command line: thin click commands over the library (which never imports click)."""

@@ -1,0 +1,67 @@
+"""`torchyard matrix check|show|list`."""
+
+from __future__ import annotations
+
+import click
+
+from builder.cli.options import matrix_of
+from builder.cli.output import emit_json, table
+from builder.matrix import load_matrix
+from builder.matrix.show import KINDS, grid, show
+from builder.resources import default_matrix_path
+
+
+@click.group("matrix")
+def matrix_group() -> None:
+    """Inspect and check matrix.toml."""
+
+
+@matrix_group.command("check")
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.pass_context
+def check_cmd(ctx: click.Context, file: str | None) -> None:
+    """Validate FILE (default: the matrix in use): syntax, keys, versions, references, contradictions."""
+    path = file or (ctx.find_root().obj or {}).get("matrix") or str(default_matrix_path())
+    m = load_matrix(path)
+    variants = sum(len(t.variants) for t in m.torch)
+    click.echo(
+        f"{path}: ok ({len(m.cuda)} CUDA releases, {len(m.archs)} architectures, "
+        f"{len(m.torch)} torch releases / {variants} variants, {len(m.os)} OS bases, "
+        f"{len(m.sources)} sources)"
+    )
+
+
+@matrix_group.command("show")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (a stable contract).")
+@click.pass_context
+def show_cmd(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
+    """One entry: torch 2.5.1 | cuda 12.4 | arch sm_89 | cudnn 9.1.0.70 | os debian12."""
+    data = show(matrix_of(ctx), kind, name)
+    if as_json:
+        emit_json(data)
+        return
+    for key, value in data.items():
+        if isinstance(value, list) and value and isinstance(value[0], dict):
+            click.echo(f"{key}:")
+            for item in value:
+                click.echo("  - " + ", ".join(f"{k}={_fmt(v)}" for k, v in item.items() if v not in (None, [])))
+        else:
+            click.echo(f"{key}: {_fmt(value)}")
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, list):
+        return " ".join(map(str, value)) if value else "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
+    return "-" if value is None else str(value)
+
+
+@matrix_group.command("list")
+@click.pass_context
+def list_cmd(ctx: click.Context) -> None:
+    """A grid of torch releases x CUDA variants (* PyPI default, + published)."""
+    headers, rows = grid(matrix_of(ctx))
+    click.echo(table(headers, rows))

@@ -1,0 +1,57 @@
+"""Error hierarchy: raised deep, caught once by the CLI, each class with its exit code."""
+
+from __future__ import annotations
+
+
+class TorchyardError(Exception):
+    """Base class: a message a user can act on, and the process exit code that goes with it."""
+
+    exit_code = 1
+
+
+class NoMatchError(TorchyardError):
+    """A query is well-formed but nothing in the matrix satisfies it."""
+
+    exit_code = 1
+
+
+class UsageError(TorchyardError):
+    """A flag or argument value is malformed."""
+
+    exit_code = 2
+
+
+class MatrixError(TorchyardError):
+    """matrix.toml (or another data file) is malformed or inconsistent."""
+
+    exit_code = 2
+
+
+class RenderError(TorchyardError):
+    """A combination or option cannot be turned into a Dockerfile."""
+
+    exit_code = 2
+
+
+class EngineError(TorchyardError):
+    """The Docker engine is missing, unreachable or unsuitable."""
+
+    exit_code = 3
+
+
+class BuildError(TorchyardError):
+    """An image build, its verification or its smoke suite failed."""
+
+    exit_code = 4
+
+
+class PushError(TorchyardError):
+    """The registry refused or could not be reached."""
+
+    exit_code = 5
+
+
+class Interrupted(TorchyardError):
+    """The user interrupted a run (SIGINT); nothing unverified was tagged."""
+
+    exit_code = 130

@@ -1,0 +1,183 @@
+"""Frozen, typed view of matrix.toml. Nothing past the loader sees a raw dict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from builder.archs import Arch
+from builder.versions import Driver, minor_of
+
+
+class Confidence(StrEnum):
+    VERIFIED = "verified"
+    SECONDARY = "secondary"
+    UNVERIFIED = "unverified"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Source:
+    id: str
+    title: str
+    url: str
+    confidence: Confidence
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaRelease:
+    version: Version
+    min_driver: Driver | None  # None: no sourced value (the reason is in `note`)
+    note: str
+    sources: tuple[str, ...]
+
+    @property
+    def minor(self) -> tuple[int, int]:
+        return minor_of(self.version)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaMajor:
+    major: int
+    mvc_min_driver: Driver | None  # None: no minor-version compatibility (CUDA 10 and older)
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class DriverBranch:
+    branch: int
+    reports_cuda: tuple[int, int]
+    note: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArchInfo:
+    arch: Arch
+    family: str
+    gpus: tuple[str, ...]
+    datacenter_gpus: tuple[str, ...]
+    embedded_gpus: tuple[str, ...]  # Jetson / DGX Spark class; forward compatibility applies
+    nvcc_added: Version | None  # None: before the oldest CUDA release in the file
+    nvcc_removed: Version | None  # None: still supported
+    renamed_to: str | None
+    sources: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.arch.name
+
+    def nvcc_supports(self, cuda: Version) -> bool:
+        cuda_minor = minor_of(cuda)
+        if self.nvcc_added is not None and cuda_minor < minor_of(self.nvcc_added):
+            return False
+        return self.nvcc_removed is None or cuda_minor < minor_of(self.nvcc_removed)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudnnRange:
+    label: str
+    versions: SpecifierSet
+    cuda_majors: tuple[int, ...]
+    cuda_tested: str
+    min_driver: tuple[tuple[int, Driver], ...]  # (CUDA major, floor)
+    min_arch: Arch | None  # None: not sourced for this range
+    max_arch: Arch | None  # highest arch with code; same-major higher minors run it
+    note: str
+    sources: tuple[str, ...]
+
+    def driver_floor(self, cuda_major: int) -> Driver | None:
+        return dict(self.min_driver).get(cuda_major)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Companion:
+    """A torchvision or torchaudio release and what it declares about torch and Python."""
+
+    name: str
+    version: Version
+    requires_torch: SpecifierSet
+    python: SpecifierSet | None
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchVariant:
+    name: str  # cu124, cpu
+    cuda: Version | None  # CUDA major.minor; None for cpu
+    cuda_runtime: str | None  # the runtime pin as the wheel declares it
+    cuda_release: Version | None  # full CUDA release, where the wheel pins one (cuda-toolkit==X)
+    cudnn: Version | None
+    nccl: Version | None
+    sass: tuple[Arch, ...] | None  # None: compiled list not sourced
+    ptx: tuple[Arch, ...]
+    note: str
+    sources: tuple[str, ...]
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.cuda is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchRelease:
+    version: Version
+    released: str
+    pypi_default: str
+    python: tuple[str, ...]
+    platform_tag: str
+    torchvision: Version
+    torchaudio: Version
+    variants: tuple[TorchVariant, ...]
+    sources: tuple[str, ...]
+
+    def variant(self, name: str) -> TorchVariant | None:
+        return next((v for v in self.variants if v.name == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class OSBase:
+    name: str
+    image: str
+    family: str
+    system_python: str
+    glibc: Version
+    python_images: tuple[str, ...]  # Python versions with an official python:X-slim-<codename> image
+    python_image: str  # pattern with {python}
+    sources: tuple[str, ...]
+
+    def pythons(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((self.system_python, *self.python_images)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class CudaImage:
+    """A nvidia/cuda release and the OS tags it was published for."""
+
+    cuda: Version
+    os: tuple[str, ...]
+    cudnn_tag: str | None  # cudnn8 | cudnn9 | cudnn | None (no cuDNN images)
+    cudnn_os: tuple[str, ...]
+    cudnn: Version | None
+    fc_branches: tuple[int, ...]
+    fc_brands: str | None  # a [brand_sets] name
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    path: str
+    sources: dict[str, Source] = field(hash=False)
+    cuda: tuple[CudaRelease, ...]
+    cuda_majors: tuple[CudaMajor, ...]
+    driver_branches: tuple[DriverBranch, ...]
+    archs: tuple[ArchInfo, ...]
+    cudnn: tuple[CudnnRange, ...]
+    torchvision: tuple[Companion, ...]
+    torchaudio: tuple[Companion, ...]
+    torch: tuple[TorchRelease, ...]
+    os: tuple[OSBase, ...]
+    cuda_images: tuple[CudaImage, ...]
+    brand_sets: dict[str, tuple[str, ...]] = field(hash=False)

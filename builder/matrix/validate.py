@@ -1,0 +1,234 @@
+"""Cross-entry checks: references to unknown entries and contradictions between facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from packaging.version import Version
+
+from builder.archs import Arch
+from builder.matrix.locate import KeyPath
+from builder.matrix.model import CudnnRange, Matrix, TorchRelease, TorchVariant
+from builder.matrix.reader import Context, did_you_mean
+from builder.versions import minor_of, minor_str
+
+CUDNN_TAGS = ("cudnn8", "cudnn9", "cudnn")
+
+
+def validate(m: Matrix, ctx: Context) -> None:
+    _check_sources(m, ctx)
+    _check_cuda(m, ctx)
+    _check_archs(m, ctx)
+    for i, release in enumerate(m.torch):
+        _check_torch(m, ctx, i, release)
+    _check_os(m, ctx)
+    _check_images(m, ctx)
+
+
+def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, known: Iterable[str]) -> None:
+    known = list(known)
+    ctx.fail(path, label, f"unknown {what} {name!r}{did_you_mean(name, known)}")
+
+
+def _check_sources(m: Matrix, ctx: Context) -> None:
+    tables: list[tuple[str, tuple[object, ...]]] = [
+        ("cuda_major", m.cuda_majors),
+        ("driver_branch", m.driver_branches),
+        ("cuda", m.cuda),
+        ("arch", m.archs),
+        ("cudnn", m.cudnn),
+        ("torchvision", m.torchvision),
+        ("torchaudio", m.torchaudio),
+        ("torch", m.torch),
+        ("os", m.os),
+        ("cuda_image", m.cuda_images),
+    ]
+    for key, entries in tables:
+        for i, entry in enumerate(entries):
+            _check_cited(m, ctx, (key, i, "source"), f"{key}[{i}].source", entry.sources)  # type: ignore[attr-defined]
+    for i, release in enumerate(m.torch):
+        for j, variant in enumerate(release.variants):
+            path = ("torch", i, "variants", j, "source")
+            _check_cited(m, ctx, path, f"torch[{release.version}].variants[{variant.name}].source", variant.sources)
+
+
+def _check_cited(m: Matrix, ctx: Context, path: KeyPath, label: str, cited: tuple[str, ...]) -> None:
+    if not cited:
+        ctx.fail(path, label, "every fact needs at least one source")
+    for source in cited:
+        if source not in m.sources:
+            _unknown(ctx, path, label, "source", source, m.sources)
+
+
+def _check_cuda(m: Matrix, ctx: Context) -> None:
+    majors = {c.major for c in m.cuda_majors}
+    branches = {b.branch: b for b in m.driver_branches}
+    for i, release in enumerate(m.cuda):
+        label = f"cuda[{release.version}]"
+        if release.version.major not in majors:
+            ctx.fail(("cuda", i, "version"), label, f"no [[cuda_major]] entry for CUDA {release.version.major}")
+        floor = release.min_driver
+        if floor is None:
+            continue
+        branch = branches.get(floor.branch)
+        if branch is None:
+            ctx.fail(("cuda", i, "min_driver"), label, f"driver branch {floor.branch} has no [[driver_branch]] entry")
+        elif branch.reports_cuda < release.minor:
+            ctx.fail(
+                ("cuda", i, "min_driver"),
+                label,
+                f"driver branch {floor.branch} reports CUDA {branch.reports_cuda[0]}.{branch.reports_cuda[1]}, "
+                f"older than this release",
+            )
+
+
+def _check_archs(m: Matrix, ctx: Context) -> None:
+    bases = {a.arch for a in m.archs if not a.arch.suffix}
+    gpus: dict[str, str] = {}
+    for i, info in enumerate(m.archs):
+        label = f"arch[{info.name}]"
+        if info.arch.suffix and info.arch.base not in bases:
+            ctx.fail(("arch", i, "name"), label, f"no base architecture {info.arch.base} for this variant")
+        added, removed = info.nvcc_added, info.nvcc_removed
+        if added is not None and removed is not None and minor_of(added) >= minor_of(removed):
+            ctx.fail(("arch", i, "nvcc_removed"), label, f"removed in {removed} but only added in {added}")
+        if info.renamed_to is not None and info.renamed_to not in {a.name for a in m.archs}:
+            _unknown(ctx, ("arch", i, "renamed_to"), label, "architecture", info.renamed_to, (a.name for a in m.archs))
+        for gpu in (*info.gpus, *info.datacenter_gpus, *info.embedded_gpus):
+            if gpu.lower() in gpus:
+                ctx.fail(("arch", i, "gpus"), label, f"GPU {gpu!r} is also listed under {gpus[gpu.lower()]}")
+            gpus[gpu.lower()] = info.name
+
+
+def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease) -> None:
+    label = f"torch[{release.version}]"
+    if release.variant(release.pypi_default) is None:
+        _unknown(
+            ctx,
+            ("torch", i, "pypi_default"),
+            label + ".pypi_default",
+            "variant",
+            release.pypi_default,
+            (v.name for v in release.variants),
+        )
+    for key, companions, version in (
+        ("torchvision", m.torchvision, release.torchvision),
+        ("torchaudio", m.torchaudio, release.torchaudio),
+    ):
+        match = next((c for c in companions if c.version == version), None)
+        if match is None:
+            _unknown(ctx, ("torch", i, key), f"{label}.{key}", key, str(version), (str(c.version) for c in companions))
+        elif release.version not in match.requires_torch:
+            ctx.fail(
+                ("torch", i, key),
+                f"{label}.{key}",
+                f"{key} {version} requires torch{match.requires_torch}, not {release.version}",
+            )
+    seen: set[str] = set()
+    for j, variant in enumerate(release.variants):
+        if variant.name in seen:
+            ctx.fail(("torch", i, "variants", j), f"{label}.variants[{variant.name}]", "duplicate variant")
+        seen.add(variant.name)
+        _check_variant(m, ctx, ("torch", i, "variants", j), f"{label}.variants[{variant.name}]", variant)
+
+
+def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant) -> None:
+    if v.cuda is None:
+        if v.name != "cpu":
+            ctx.fail(path, label, "a CUDA variant needs `cuda`")
+        if v.sass or v.ptx or v.cudnn or v.nccl:
+            ctx.fail(path, label, "the cpu variant has no CUDA libraries or architectures")
+        return
+    expected = f"cu{v.cuda.major}{v.cuda.minor}"
+    if v.name != expected:
+        ctx.fail((*path, "cuda"), f"{label}.cuda", f"variant {v.name} cannot carry CUDA {v.cuda} (that is {expected})")
+    minors = {minor_of(c.version) for c in m.cuda}
+    if minor_of(v.cuda) not in minors:
+        _unknown(
+            ctx,
+            (*path, "cuda"),
+            f"{label}.cuda",
+            "CUDA release",
+            str(v.cuda),
+            sorted({minor_str(c.version) for c in m.cuda}),
+        )
+    if v.cuda_release is not None:
+        _check_pinned_release(m, ctx, path, label, v)
+    _check_variant_archs(m, ctx, path, label, v.cuda, (*(v.sass or ()), *v.ptx))
+    if v.cudnn is not None:
+        _check_variant_cudnn(m, ctx, path, label, v.cuda, v.cudnn)
+
+
+def _check_pinned_release(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant) -> None:
+    assert v.cuda_release is not None and v.cuda is not None
+    if v.cuda_release not in {c.version for c in m.cuda}:
+        _unknown(
+            ctx,
+            (*path, "cuda_runtime"),
+            f"{label}.cuda_runtime",
+            "CUDA release",
+            str(v.cuda_release),
+            (str(c.version) for c in m.cuda),
+        )
+    if minor_of(v.cuda_release) != minor_of(v.cuda):
+        ctx.fail(
+            (*path, "cuda_runtime"),
+            f"{label}.cuda_runtime",
+            f"pins CUDA {v.cuda_release}, but the variant is CUDA {v.cuda}",
+        )
+
+
+def _check_variant_archs(
+    m: Matrix, ctx: Context, path: KeyPath, label: str, cuda: Version, archs: tuple[Arch, ...]
+) -> None:
+    infos = {a.arch: a for a in m.archs}
+    for arch in archs:
+        info = infos.get(arch)
+        if info is None:
+            _unknown(ctx, (*path, "sass"), f"{label}.sass", "architecture", arch.name, (a.name for a in m.archs))
+        elif not info.nvcc_supports(cuda):
+            span = _nvcc_range(info.nvcc_added, info.nvcc_removed)
+            ctx.fail((*path, "sass"), f"{label}.sass", f"{arch.name} cannot be targeted by CUDA {cuda} ({span})")
+
+
+def _nvcc_range(added: Version | None, removed: Version | None) -> str:
+    start = f"from CUDA {added}" if added else "from before CUDA 10.0"
+    return f"{start}, removed in {removed}" if removed else start
+
+
+def _check_variant_cudnn(m: Matrix, ctx: Context, path: KeyPath, label: str, cuda: Version, cudnn: Version) -> None:
+    found: CudnnRange | None = next((c for c in m.cudnn if cudnn in c.versions), None)
+    if found is None:
+        ctx.fail((*path, "cudnn"), f"{label}.cudnn", f"cuDNN {cudnn} is in no [[cudnn]] range")
+    elif cuda.major not in found.cuda_majors:
+        ctx.fail(
+            (*path, "cudnn"),
+            f"{label}.cudnn",
+            f"cuDNN {cudnn} has no build for CUDA {cuda.major} (builds: {', '.join(map(str, found.cuda_majors))})",
+        )
+
+
+def _check_os(m: Matrix, ctx: Context) -> None:
+    for i, base in enumerate(m.os):
+        if base.python_images and "{python}" not in base.python_image:
+            ctx.fail(
+                ("os", i, "python_image"),
+                f"os[{base.name}].python_image",
+                "python_images is set, so python_image needs a {python} placeholder",
+            )
+
+
+def _check_images(m: Matrix, ctx: Context) -> None:
+    releases = {c.version for c in m.cuda}
+    oses = [o.name for o in m.os]
+    for i, image in enumerate(m.cuda_images):
+        label = f"cuda_image[{image.cuda}]"
+        if image.cuda not in releases:
+            _unknown(ctx, ("cuda_image", i, "cuda"), label, "CUDA release", str(image.cuda), map(str, releases))
+        for name in (*image.os, *image.cudnn_os):
+            if name not in oses:
+                _unknown(ctx, ("cuda_image", i, "os"), label, "OS", name, oses)
+        if image.cudnn_tag is not None and image.cudnn_tag not in CUDNN_TAGS:
+            ctx.fail(("cuda_image", i, "cudnn_tag"), label, f"cudnn_tag must be one of {', '.join(CUDNN_TAGS)}")
+        if image.fc_brands is not None and image.fc_brands not in m.brand_sets:
+            _unknown(ctx, ("cuda_image", i, "fc_brands"), label, "brand set", image.fc_brands, m.brand_sets)

@@ -1,0 +1,212 @@
+"""Evaluate every rule on every combination, rank what passes, and group why the rest failed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from builder.archs import Arch
+from builder.errors import UsageError
+from builder.matrix.model import Matrix, OSBase, TorchRelease, TorchVariant
+from builder.resolve.combos import Combination, enumerate_combinations, selected
+from builder.resolve.facts import Facts
+from builder.resolve.query import Query
+from builder.resolve.rules import (
+    COMBO_RULES,
+    VARIANT_RULES,
+    ArchSupport,
+    Check,
+    DriverMode,
+    arch_support,
+    driver_mode,
+)
+
+
+@dataclass(frozen=True)
+class Result:
+    combo: Combination
+    checks: tuple[Check, ...]
+    driver_mode: DriverMode | None
+    arch_support: ArchSupport | None
+    arch_code: Arch | None
+
+    @property
+    def ok(self) -> bool:
+        return all(check.ok for check in self.checks)
+
+    @property
+    def first_failure(self) -> Check | None:
+        return next((check for check in self.checks if not check.ok), None)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    valid: tuple[Result, ...]
+    rejected: tuple[Result, ...]
+    notes: tuple[str, ...]  # why a filter admitted nothing (no variant, no release, ...)
+
+    def reasons(self) -> list[tuple[str, int]]:
+        """The rejected combinations grouped by their first failed rule, most common first."""
+        counts = Counter(f"{r.first_failure.reason}" for r in self.rejected if r.first_failure)
+        return [(note, 0) for note in self.notes] + counts.most_common()
+
+
+@dataclass(frozen=True)
+class _VariantVerdict:
+    checks: tuple[Check, ...]
+    driver_mode: DriverMode | None
+    arch_support: ArchSupport | None
+    arch_code: Arch | None
+
+
+def _variant_verdict(f: Facts, q: Query, combo: Combination) -> _VariantVerdict:
+    checks = tuple(rule(f, q, combo) for rule in VARIANT_RULES)
+    cuda, sass = combo.variant.cuda, combo.variant.sass
+    mode = driver_mode(f, q, cuda)[0] if q.driver is not None and cuda is not None else None
+    support, code = (None, None)
+    if q.arch is not None and sass is not None and cuda is not None:
+        support, code = arch_support(q.arch, sass, combo.variant.ptx)
+    return _VariantVerdict(checks, mode, support, code)
+
+
+@dataclass
+class _Cache:
+    """Verdicts shared between combinations: variant rules per wheel variant, the others per
+    (torch release, Python, OS), since neither depends on the rest of the combination."""
+
+    variants: dict[int, _VariantVerdict]
+    combos: dict[tuple[int, str, str], tuple[Check, ...]]
+
+
+def evaluate(f: Facts, q: Query, combo: Combination, cache: _Cache | None = None) -> Result:
+    cache = cache or _Cache({}, {})
+    verdict = cache.variants.get(id(combo.variant))
+    if verdict is None:
+        verdict = cache.variants[id(combo.variant)] = _variant_verdict(f, q, combo)
+    key = (id(combo.torch), combo.python, combo.os.name)
+    rest = cache.combos.get(key)
+    if rest is None:
+        rest = cache.combos[key] = tuple(rule(f, q, combo) for rule in COMBO_RULES)
+    return Result(combo, verdict.checks + rest, verdict.driver_mode, verdict.arch_support, verdict.arch_code)
+
+
+_MODE_RANK = {DriverMode.FULL: 0, DriverMode.MINOR_VERSION: 1, DriverMode.FORWARD_COMPAT: 2, None: 0}
+_ARCH_RANK = {ArchSupport.NATIVE: 0, ArchSupport.COMPATIBLE: 1, ArchSupport.PTX: 2, None: 0}
+
+
+def _py(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split("."))
+
+
+def rank_key(m: Matrix, q: Query, r: Result) -> tuple[object, ...]:
+    """Newest torch; then the newest CUDA the driver runs at full level (PyPI's default when no driver
+    is given); native code over compatible over PTX; the OS's own Python; matrix order of OS bases."""
+    c = r.combo
+    cuda = c.variant.cuda.release if c.variant.cuda is not None else (-1,)
+    default_first = 0 if q.driver is None and c.is_pypi_default else 1
+    system_python = 0 if c.python == c.os.system_python else 1
+    os_index = [o.name for o in m.os].index(c.os.name)
+    neg_py = tuple(-p for p in _py(c.python))
+    return (
+        tuple(-p for p in c.torch.version.release),
+        _MODE_RANK[r.driver_mode],
+        default_first,
+        tuple(-p for p in cuda),
+        _ARCH_RANK[r.arch_support],
+        system_python,
+        os_index,
+        neg_py,
+    )
+
+
+def lookup(m: Matrix, q: Query) -> Lookup:
+    f = _facts(m)
+    cache = _Cache({}, {})
+    results = [evaluate(f, q, combo, cache) for combo in enumerate_combinations(m, q)]
+    valid = sorted((r for r in results if r.ok), key=lambda r: rank_key(m, q, r))
+    rejected = tuple(r for r in results if not r.ok)
+    return Lookup(tuple(valid), rejected, tuple(_filter_notes(m, q)) if not results else ())
+
+
+def _filter_notes(m: Matrix, q: Query) -> list[str]:
+    releases = [t for t in m.torch if q.torch is None or t.version in q.torch]
+    if not releases:
+        return [f"no torch release in the matrix matches --torch {q.torch} (newest: {m.torch[-1].version})"]
+    notes = []
+    for release in releases:
+        if not any(selected(q, release, v) for v in release.variants):
+            published = ", ".join(v.name for v in release.variants)
+            notes.append(f"torch {release.version} publishes {published}: none matches the --cuda/--variant asked")
+    return notes or [f"no Python matching --python {q.python} is offered by a selected torch release or OS"]
+
+
+_FACTS: dict[int, Facts] = {}
+
+
+def _facts(m: Matrix) -> Facts:
+    return _FACTS.setdefault(id(m), Facts(m))
+
+
+# --- explain ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Explanation:
+    id: str
+    pinned: tuple[str, ...]  # how each unspecified dimension was chosen
+    checks: tuple[Check, ...]
+    result: Result | None
+
+    @property
+    def valid(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def explain(m: Matrix, q: Query) -> Explanation:
+    release = _pin_release(m, q)
+    os_base = next(o for o in m.os if q.os is None or o.name == q.os)
+    variant, how_variant = _pin_variant(release, q)
+    python, how_python = _pin_python(release, os_base, q)
+    pinned = (how_variant, how_python) + (() if q.os else (f"OS: {os_base.name} (the first OS base; pin with --os)",))
+    if variant is None:
+        check = Check("variant-published", False, how_variant, ("pytorch-variants",))
+        ident = f"torch{release.version}-{q.variant or 'cu?'}-py{python}-{os_base.name}"
+        return Explanation(ident, pinned, (check,), None)
+    result = evaluate(_facts(m), q, Combination(release, variant, python, os_base))
+    return Explanation(result.combo.id, pinned, result.checks, result)
+
+
+def _pin_release(m: Matrix, q: Query) -> TorchRelease:
+    releases = [t for t in m.torch if q.torch is None or t.version in q.torch]
+    if not releases:
+        raise UsageError(
+            f"--torch: no torch release in the matrix matches {q.torch} "
+            f"(known: {m.torch[0].version} ... {m.torch[-1].version})"
+        )
+    return max(releases, key=lambda t: t.version)
+
+
+def _pin_variant(release: TorchRelease, q: Query) -> tuple[TorchVariant | None, str]:
+    published = ", ".join(v.name for v in release.variants)
+    if q.variant is not None or q.cuda is not None:
+        matching = [v for v in release.variants if selected(q, release, v)]
+        if not matching:
+            asked = f"--variant {q.variant}" if q.variant else f"--cuda {q.cuda}"
+            return None, f"torch {release.version} publishes {published}; nothing matches {asked}"
+        best = max(matching, key=lambda v: v.cuda.release if v.cuda else (-1,))
+        return best, f"variant: {best.name} (the newest CUDA matching the request)"
+    default = release.variant(release.pypi_default)
+    return default, f"variant: {release.pypi_default} (the PyPI default of torch {release.version})"
+
+
+def _pin_python(release: TorchRelease, os_base: OSBase, q: Query) -> tuple[str, str]:
+    if q.python is not None:
+        candidates = [p for p in dict.fromkeys((*release.python, *os_base.pythons())) if p in q.python]
+        if candidates:
+            best = max(candidates, key=_py)
+            return best, f"Python: {best} (the newest matching --python)"
+        return str(q.python).lstrip("=").removesuffix(".*"), "Python: as given"
+    if os_base.system_python in release.python:
+        return os_base.system_python, f"Python: {os_base.system_python} ({os_base.name}'s own)"
+    best = max((p for p in release.python if p in os_base.pythons()), key=_py, default=os_base.system_python)
+    return best, f"Python: {best} (the newest both torch {release.version} and {os_base.name} offer)"

@@ -1,0 +1,102 @@
+"""Small value types and parsers for versions: packages, CUDA releases, drivers, version specs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from builder.errors import UsageError
+
+_RELEASE_RE = re.compile(r"^\d+(\.\d+){0,3}$")
+_DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$")
+_SPEC_OPS = ("==", "!=", "<=", ">=", "~=", "<", ">")
+
+
+def release(text: str) -> Version:
+    """A plain dotted release (2.5.1, 12.4, 9.1.0.70); no pre-releases, no local parts."""
+    if not _RELEASE_RE.match(text):
+        raise ValueError(f"{text!r} is not a dotted version like 2.5.1")
+    return Version(text)
+
+
+def parse_release(text: str, what: str) -> Version:
+    try:
+        return release(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from None
+
+
+def minor_of(version: Version) -> tuple[int, int]:
+    release = (*version.release, 0)
+    return release[0], release[1]
+
+
+def minor_str(version: Version) -> str:
+    major, minor = minor_of(version)
+    return f"{major}.{minor}"
+
+
+@dataclass(frozen=True, order=True)
+class Driver:
+    """An NVIDIA driver version; a bare branch ("535") means the newest driver of that branch."""
+
+    parts: tuple[int, ...]
+    exact: bool = True
+    text: str = field(default="", compare=False)  # as written: keeps leading zeros (580.65.06)
+
+    @property
+    def branch(self) -> int:
+        return self.parts[0]
+
+    def at_least(self, floor: Driver) -> bool:
+        if not self.exact:
+            # A bare branch is read as its newest release: same-branch floors are met.
+            return self.branch >= floor.branch
+        width = max(len(self.parts), len(floor.parts))
+        return _pad(self.parts, width) >= _pad(floor.parts, width)
+
+    def __str__(self) -> str:
+        return self.text or ".".join(str(p) for p in self.parts)
+
+    def describe(self) -> str:
+        return str(self) if self.exact else f"{self} (any {self}.x, read as the newest)"
+
+
+def _pad(parts: tuple[int, ...], width: int) -> tuple[int, ...]:
+    return parts + (0,) * (width - len(parts))
+
+
+def parse_driver(text: str, what: str = "--driver") -> Driver:
+    """Driver as nvidia-smi prints it (550.54.15) or a bare branch (550)."""
+    text = text.strip()
+    if not _DRIVER_RE.match(text):
+        raise UsageError(f"{what}: {text!r} is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)")
+    parts = tuple(int(p) for p in text.split("."))
+    return Driver(parts=parts, exact=len(parts) > 1, text=text)
+
+
+def parse_spec(text: str, what: str) -> SpecifierSet:
+    """A version spec: '2.5' means 2.5.*, '2.5.1' means exactly that, else a PEP 440 specifier set."""
+    text = text.strip()
+    if _RELEASE_RE.match(text):
+        return SpecifierSet(f"=={text}.*" if text.count(".") < 2 else f"=={text}")
+    if text.startswith(_SPEC_OPS):
+        try:
+            spec = SpecifierSet(text)
+        except InvalidSpecifier:
+            pass
+        else:
+            if all(_RELEASE_RE.match(s.version.removesuffix(".*")) for s in spec):
+                return spec
+    raise UsageError(f"{what}: {text!r} is not a version or version range (examples: 2.5, 2.5.1, '>=2.4,<2.7')")
+
+
+def is_version(text: str) -> bool:
+    try:
+        Version(text)
+    except InvalidVersion:
+        return False
+    return True
