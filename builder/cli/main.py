@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
 import click
 
 from builder import __version__
-from builder.cli.lookup_cmd import explain_cmd, lookup_cmd
-from builder.cli.matrix_cmd import matrix_group
 from builder.errors import TorchyardError
 
 # Environment variables torchyard reads, declared once.
@@ -17,7 +16,29 @@ ENV_MATRIX = "TORCHYARD_MATRIX"
 ENV_DEBUG = "TORCHYARD_DEBUG"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+# Commands load on use, so `torchyard lookup` never imports jinja2 or docker.
+_COMMANDS = {
+    "lookup": "builder.cli.lookup_cmd:lookup_cmd",
+    "explain": "builder.cli.lookup_cmd:explain_cmd",
+    "matrix": "builder.cli.matrix_cmd:matrix_group",
+    "render": "builder.cli.render_cmd:render_cmd",
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _COMMANDS:
+            return None
+        module, attr = _COMMANDS[cmd_name].split(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="torchyard")
 @click.option(
     "--matrix",
@@ -31,11 +52,6 @@ ENV_DEBUG = "TORCHYARD_DEBUG"
 def cli(ctx: click.Context, matrix_path: str | None, debug: bool) -> None:
     """PyTorch + CUDA container images whose compatibility is a checked fact."""
     ctx.obj = {"matrix": matrix_path, "debug": debug}
-
-
-cli.add_command(lookup_cmd)
-cli.add_command(explain_cmd)
-cli.add_command(matrix_group)
 
 
 def main(argv: list[str] | None = None) -> None:

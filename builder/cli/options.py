@@ -12,9 +12,10 @@ from builder.resolve.query import Query, RawQuery, parse_query
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+_ARCH_HELP = "GPU architecture: sm_89, 8.9, sm_90a."
 _COMBINATION_OPTIONS = (
     click.option("--driver", metavar="V", help="NVIDIA driver (nvidia-smi): 550.54.15, or a branch: 535."),
-    click.option("--arch", metavar="ARCH", help="GPU architecture: sm_89, 8.9, sm_90a."),
+    click.option("--arch", metavar="ARCH", help=_ARCH_HELP),
     click.option("--gpu", metavar="NAME", help='GPU name: "RTX 4090", "H100", "Tesla T4".'),
     click.option("--torch", "torch_spec", metavar="SPEC", help="torch version or range: 2.5, 2.5.1, '>=2.4,<2.7'."),
     click.option("--cuda", "cuda_spec", metavar="SPEC", help="CUDA of the wheel: 12, 12.4, cu124, '>=12.4'."),
@@ -31,6 +32,14 @@ _COMBINATION_OPTIONS = (
 
 def combination_options(func: F) -> F:
     for option in reversed(_COMBINATION_OPTIONS):
+        func = option(func)
+    return func
+
+
+def combination_options_multi_arch(func: F) -> F:
+    """As combination_options, with a repeatable --arch (render/build compile for every one given)."""
+    multi = click.option("--arch", "archs", metavar="ARCH", multiple=True, help=_ARCH_HELP + " Repeatable.")
+    for option in reversed((_COMBINATION_OPTIONS[0], multi, *_COMBINATION_OPTIONS[2:])):
         func = option(func)
     return func
 

@@ -1,0 +1,125 @@
+"""Flags shared by render and build: strategy, architectures, network, extras (-> RenderOptions)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from builder.archs import Arch
+from builder.errors import UsageError
+from builder.matrix import Matrix
+from builder.plan import check_extension_dir
+from builder.render.network import NetworkFlags, resolve_network
+from builder.render.options import Extension, RenderOptions, Strategy, parse_choice
+from builder.resolve.query import known_arch
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_OPTIONS = (
+    click.option(
+        "--strategy",
+        default="wheels",
+        show_default=True,
+        metavar="wheels|cuda-base",
+        help="CUDA from torch's nvidia-* wheels on any OS base, or FROM the matching nvidia/cuda image.",
+    ),
+    click.option("--pip", "extra_pip", multiple=True, metavar="REQ", help="Extra pip requirement (repeatable)."),
+    click.option(
+        "--requirements",
+        metavar="FILE",
+        type=click.Path(dir_okay=False),
+        help="Extra pip requirements file (torch stays pinned).",
+    ),
+    click.option("--user", metavar="NAME", help="Run as this non-root user (uid 1000); default: root."),
+    click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Extra image label (repeatable)."),
+    click.option(
+        "--extension",
+        "extensions",
+        multiple=True,
+        metavar="PATH|REQ",
+        help="CUDA extension to build in devel for the --arch list and install in both images.",
+    ),
+    click.option(
+        "--ca-bundle",
+        metavar="FILE",
+        help="Extra CA bundle (a BuildKit secret; default: $PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE).",
+    ),
+    click.option(
+        "--pip-index-url", metavar="URL", help="pip index, may hold credentials (secret; default $PIP_INDEX_URL)."
+    ),
+    click.option(
+        "--pip-extra-index-url",
+        "pip_extra_index_urls",
+        multiple=True,
+        metavar="URL",
+        help="Extra pip index (secret; default $PIP_EXTRA_INDEX_URL).",
+    ),
+    click.option("--apt-mirror", metavar="URL", help="Debian/Ubuntu mirror replacing the default origin."),
+    click.option("--torch-index-url", metavar="URL", help="Mirror of the PyTorch wheel index for non-PyPI variants."),
+    click.option("--no-host-settings", is_flag=True, help="Ignore PIP_CERT / SSL_CERT_FILE / PIP_INDEX_URL ..."),
+)
+
+
+def image_options(func: F) -> F:
+    for option in reversed(_OPTIONS):
+        func = option(func)
+    return func
+
+
+def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any]) -> RenderOptions:
+    """Pop the image flags out of kwargs into RenderOptions (arch strings already validated by lookup)."""
+    network = resolve_network(
+        NetworkFlags(
+            ca_bundle=kwargs.pop("ca_bundle"),
+            pip_index_url=kwargs.pop("pip_index_url"),
+            pip_extra_index_urls=tuple(kwargs.pop("pip_extra_index_urls")),
+            apt_mirror=kwargs.pop("apt_mirror"),
+            use_host_settings=not kwargs.pop("no_host_settings"),
+        )
+    )
+    return RenderOptions(
+        strategy=parse_choice(Strategy, kwargs.pop("strategy"), "--strategy"),
+        archs=tuple(known_arch(m, a) for a in archs),
+        extra_pip=tuple(kwargs.pop("extra_pip")),
+        requirements=_read(kwargs.pop("requirements")),
+        user=kwargs.pop("user"),
+        labels=tuple(_label(text) for text in kwargs.pop("labels")),
+        torch_index_url=kwargs.pop("torch_index_url"),
+        extensions=tuple(_extension(text) for text in kwargs.pop("extensions")),
+        network=network,
+    )
+
+
+def _read(path: str | None) -> str | None:
+    if path is None:
+        return None
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"--requirements {path}: {exc.strerror}") from None
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise UsageError(f"--label {text!r}: expected KEY=VALUE")
+    return key, value
+
+
+def _extension(text: str) -> Extension:
+    """A directory (with setup.py / pyproject.toml) or a pip requirement."""
+    path = Path(text)
+    if path.exists() or text.startswith((".", "/")):
+        check_extension_dir(path)
+        name = path.resolve().name.replace("_", "-").lower()
+        return Extension(name=name, kind="path", spec=str(path.resolve()))
+    name = re.split(r"[=<>!~\[;@ ]", text, maxsplit=1)[0].lower()
+    return Extension(name=name, kind="pip", spec=text)
+
+
+def extra_archs(archs: tuple[Arch, ...]) -> tuple[Arch, ...]:
+    return archs[1:]

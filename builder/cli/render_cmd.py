@@ -1,0 +1,74 @@
+"""`torchyard render`: the Dockerfile, build context and plan for the best (or pinned) combination."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builder.cli.image_options import image_options, render_options_of
+from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
+from builder.cli.output import emit_json
+from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
+from builder.render.options import Flavor
+from builder.resolve.choose import choose
+
+DEFAULT_REPO = "torchyard"
+
+
+@click.command("render")
+@combination_options_multi_arch
+@image_options
+@click.option(
+    "--target",
+    default="runtime",
+    show_default=True,
+    type=click.Choice(["runtime", "devel", "all"]),
+    help="Target(s) whose docker build command is printed.",
+)
+@click.option("-o", "--output", "output", metavar="DIR", help="Where to write (default: build/torchyard/<id>).")
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository.")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON instead of the summary.")
+@click.pass_context
+def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str, as_json: bool, **kwargs: Any) -> None:
+    """Write Dockerfile + build context + plan.json and print the docker build command."""
+    m = matrix_of(ctx)
+    archs: tuple[str, ...] = kwargs.pop("archs")
+    kwargs["arch"] = archs[0] if archs else None
+    options = render_options_of(m, archs, kwargs)
+    q = query_of(m, kwargs)
+    choice = choose(m, q, options.archs[1:])
+    plan = make_plan(m, choice.result.combo, options)
+    flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
+    for flavor in flavors:
+        plan.target(flavor)  # refuses an unavailable flavor with its reason
+    out_dir = Path(output or f"build/torchyard/{plan.id}")
+    write_context(plan, out_dir)
+    data = plan_json(plan, repo, out_dir)
+    (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(choice.describe())
+    click.echo(f"wrote {out_dir}/Dockerfile, plan.json and the build context")
+    _echo_network(plan)
+    for flavor in flavors:
+        argv = build_argv(plan, flavor, out_dir, repo, _secret_placeholders(plan))
+        click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {shlex.join(argv)}")
+
+
+def _secret_placeholders(plan: Plan) -> dict[str, str]:
+    # A generated secret (pip.conf with index credentials) exists only during `torchyard build`.
+    return {s.id: "$TORCHYARD_PIPCONF" for s in plan.secrets if s.source == "generated"}
+
+
+def _echo_network(plan: Plan) -> None:
+    for origin in plan.network_origins:
+        click.echo(f"network: {origin}")
+    for secret in plan.secrets:
+        click.echo(f"secret {secret.id}: {secret.description} (from {secret.source})")
+    for flavor, reason in plan.unavailable:
+        click.echo(f"{flavor.value}: not available: {reason}")

@@ -1,0 +1,337 @@
+"""Combination + options -> a build plan: Dockerfile, context files, args, secrets, targets, tags.
+
+Pure apart from reading the user's extension sources and the smoke package: the executor
+(builder.pipeline) is the only place that touches Docker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from builder import __version__
+from builder.archs import Arch
+from builder.errors import RenderError
+from builder.matrix.model import Matrix
+from builder.render import context as ctx
+from builder.render import safety
+from builder.render.network import Secret
+from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.render.templates import render_dockerfile
+from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
+from builder.resolve.report import min_driver
+from builder.tags import ImageTags, image_tags
+from builder.versions import minor_str
+
+SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
+DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
+CONTENT_LABEL = "io.torchyard.content-hash"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetPlan:
+    flavor: Flavor
+    tags: ImageTags
+    labels: tuple[tuple[str, str], ...]
+    manifest: dict[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    combination: Combination
+    strategy: Strategy
+    archs: tuple[Arch, ...]
+    base_images: tuple[str, ...]
+    dockerfile: str
+    context_files: tuple[tuple[str, bytes], ...]
+    extension_dirs: tuple[tuple[str, Path], ...]
+    build_args: tuple[tuple[str, str], ...]
+    secrets: tuple[Secret, ...]
+    targets: tuple[TargetPlan, ...]  # every flavor this combination can have; a build picks some
+    unavailable: tuple[tuple[Flavor, str], ...]  # flavors it cannot have, and why
+    network_origins: tuple[str, ...]
+    content_hash: str
+
+    @property
+    def id(self) -> str:
+        return self.combination.id
+
+    @property
+    def dockerfile_sha256(self) -> str:
+        return hashlib.sha256(self.dockerfile.encode()).hexdigest()
+
+    def target(self, flavor: Flavor) -> TargetPlan:
+        for target in self.targets:
+            if target.flavor is flavor:
+                return target
+        raise RenderError(f"{flavor.value} is not available for {self.id}: {dict(self.unavailable)[flavor]}")
+
+    def build_labels(self) -> dict[str, str]:
+        """Labels given on the command line: they name the Dockerfile, so it cannot carry them."""
+        return {DOCKERFILE_LABEL: self.dockerfile_sha256, CONTENT_LABEL: self.content_hash}
+
+
+def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
+    """Everything a build of this combination needs. The Dockerfile and context depend only on the
+    combination and options, never on which targets a build asks for, so the content hash is stable."""
+    f = Facts(m)
+    archs = ctx.archs_for(c, options)
+    ctx.check_archs(m, c, archs)
+    bases = ctx.bases(m, c, options.strategy)
+    try:
+        nvcc = ctx.nvcc_pip(c, options.strategy)
+        unavailable: tuple[tuple[Flavor, str], ...] = ()
+    except RenderError as exc:
+        if options.extensions:
+            raise RenderError(f"--extension needs the devel toolchain: {exc}") from None
+        nvcc, unavailable = None, ((Flavor.DEVEL, str(exc)),)
+    flavors = tuple(fl for fl in Flavor if fl not in dict(unavailable))
+    floor = min_driver(f, c)
+    targets = tuple(_target(m, f, c, flavor, options, archs, bases, floor) for flavor in flavors)
+    files = _context_files(c, options, targets)
+    dockerfile = render_dockerfile(_template_context(f, c, options, archs, bases, nvcc, targets))
+    build_args = tuple(sorted(options.network.build_args().items()))
+    ext_dirs = tuple((f"ext/{e.name}", Path(e.spec)) for e in options.extensions if e.kind == "path")
+    content = _content_hash(dockerfile, build_args, files, ext_dirs)
+    images = (bases.os_image,) + ((bases.toolchain_image,) if bases.toolchain_image else ())
+    return Plan(
+        combination=c,
+        strategy=options.strategy,
+        archs=archs,
+        base_images=images,
+        dockerfile=dockerfile,
+        context_files=files,
+        extension_dirs=ext_dirs,
+        build_args=build_args,
+        secrets=options.network.secrets(),
+        targets=targets,
+        unavailable=unavailable,
+        network_origins=options.network.origins,
+        content_hash=content,
+    )
+
+
+def _target(
+    m: Matrix,
+    f: Facts,
+    c: Combination,
+    flavor: Flavor,
+    options: RenderOptions,
+    archs: tuple[Arch, ...],
+    bases: ctx.Bases,
+    floor: str | None,
+) -> TargetPlan:
+    custom = archs if options.archs else ()
+    tags = image_tags(m, c, flavor, options.strategy, custom)
+    labels = tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options))
+    env = ctx.nvidia_env(f, c, bases)
+    manifest = {
+        "schema": 1,
+        "torchyard": __version__,
+        "id": c.id,
+        "flavor": flavor.value,
+        "strategy": options.strategy.value,
+        "torch": c.local_version,
+        "torchvision": str(c.torch.torchvision),
+        "torchaudio": str(c.torch.torchaudio),
+        "cuda": minor_str(c.variant.cuda) if c.variant.cuda else None,
+        "cudnn": str(c.variant.cudnn) if c.variant.cudnn else None,
+        "nccl": str(c.variant.nccl) if c.variant.nccl else None,
+        "python": c.python,
+        "os": c.os.name,
+        "base_image": bases.toolchain_image if flavor is Flavor.DEVEL and bases.toolchain_image else bases.os_image,
+        "arch_list": [a.name for a in archs],
+        "min_driver": floor,
+        "nvidia_require_cuda": dict(env).get("NVIDIA_REQUIRE_CUDA"),
+        "immutable_tag": tags.immutable,
+        "extensions": [e.name for e in options.extensions],
+    }
+    return TargetPlan(flavor=flavor, tags=tags, labels=labels, manifest=manifest)
+
+
+def _template_context(
+    f: Facts,
+    c: Combination,
+    options: RenderOptions,
+    archs: tuple[Arch, ...],
+    bases: ctx.Bases,
+    nvcc: str | None,
+    targets: tuple[TargetPlan, ...],
+) -> dict[str, Any]:
+    home = ctx.cuda_home(c, options.strategy) if nvcc or options.strategy is Strategy.CUDA_BASE else None
+    env = ctx.nvidia_env(f, c, bases)
+    by_flavor = {t.flavor: t for t in targets}
+    finish = {
+        flavor.value: {
+            "manifest_file": f"manifest-{flavor.value}.json",
+            "path": ctx.target_path(flavor, home),
+            "env": env + ([("CUDA_HOME", home)] if home and flavor is Flavor.DEVEL else []),
+            "labels": by_flavor[flavor].labels if flavor in by_flavor else (),
+        }
+        for flavor in Flavor
+    }
+    v = c.variant
+    return {
+        "torchyard_version": __version__,
+        "devel": Flavor.DEVEL in by_flavor,
+        "combo": {
+            "id": c.id,
+            "torch_local": c.local_version,
+            "torchvision": str(c.torch.torchvision),
+            "torchaudio": str(c.torch.torchaudio),
+            "cuda": minor_str(v.cuda) if v.cuda else None,
+            "cudnn": str(v.cudnn) if v.cudnn else None,
+            "nccl": str(v.nccl) if v.nccl else None,
+        },
+        "strategy": options.strategy.value,
+        "arch_list": ";".join(a.cc for a in archs),
+        "cmake_archs": ";".join(a.cmake for a in archs),
+        "base_image": bases.os_image,
+        "toolchain_image": bases.toolchain_image,
+        "os": {"name": c.os.name, "apt_origin": ctx.APT_ORIGINS.get(c.os.family, "http://deb.debian.org")},
+        "python": "python3",
+        "os_packages": ctx.os_packages(c, bases.system_python),
+        "build_packages": ctx.build_packages(bases.system_python),
+        "toolchain_packages": ctx.toolchain_packages(bases.system_python),
+        "torch_index": ctx.torch_index(c, options),
+        "extra_pip": [safety.check("--pip", p, safety.PIP_REQUIREMENT, "numpy<2") for p in options.extra_pip],
+        "requirements": options.requirements is not None,
+        "nvcc": bool(nvcc) or (options.strategy is Strategy.CUDA_BASE and v.cuda is not None),
+        "nvcc_pip": nvcc,
+        "cuda_home": home,
+        "cuda_major": v.cuda.major if v.cuda else None,
+        "extensions": [_extension_context(e) for e in options.extensions],
+        "user": ctx.user_of(options),
+        "targets": finish,
+    }
+
+
+def _extension_context(e: Any) -> dict[str, str]:
+    safety.check("--extension", e.name, safety.PIP_REQUIREMENT, "my_ext")
+    if e.kind == "path":
+        return {"name": e.name, "context_path": f"ext/{e.name}", "pip_arg": f"/opt/torchyard/src/{e.name}"}
+    requirement = safety.check("--extension", e.spec, safety.PIP_REQUIREMENT, "flash-attn==2.7.4")
+    return {"name": e.name, "context_path": "constraints.txt", "pip_arg": f"'{requirement}'"}
+
+
+def _context_files(
+    c: Combination, options: RenderOptions, targets: tuple[TargetPlan, ...]
+) -> tuple[tuple[str, bytes], ...]:
+    files: dict[str, bytes] = {"constraints.txt": ctx.constraints(c).encode()}
+    for target in targets:
+        files[f"manifest-{target.flavor.value}.json"] = (json.dumps(target.manifest, indent=2) + "\n").encode()
+    if options.requirements is not None:
+        for line in options.requirements.splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                safety.check("--requirements", line.strip(), safety.PIP_REQUIREMENT, "numpy<2")
+        files["requirements.txt"] = options.requirements.encode()
+    for path in sorted(SMOKE_DIR.glob("*.py")):
+        files[f"smoke/{path.name}"] = path.read_bytes()
+    return tuple(sorted(files.items()))
+
+
+def _content_hash(
+    dockerfile: str,
+    build_args: tuple[tuple[str, str], ...],
+    files: tuple[tuple[str, bytes], ...],
+    ext_dirs: tuple[tuple[str, Path], ...],
+) -> str:
+    h = hashlib.sha256(dockerfile.encode())
+    for key, value in build_args:
+        h.update(f"\0arg:{key}={value}".encode())
+    for name, data in files:
+        h.update(f"\0file:{name}:{len(data)}\0".encode() + data)
+    for name, root in ext_dirs:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            data = path.read_bytes()
+            h.update(f"\0file:{name}/{path.relative_to(root)}:{len(data)}\0".encode() + data)
+    return h.hexdigest()
+
+
+def check_extension_dir(path: Path) -> None:
+    if not path.is_dir():
+        raise RenderError(f"--extension {path}: not a directory with a setup.py or pyproject.toml")
+    if not ((path / "setup.py").is_file() or (path / "pyproject.toml").is_file()):
+        raise RenderError(f"--extension {path}: no setup.py or pyproject.toml in it")
+
+
+def write_context(plan: Plan, out_dir: Path) -> Path:
+    """Write the Dockerfile, context files, extension sources and plan.json; returns the Dockerfile path."""
+    import shutil
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("smoke", "ext"):
+        shutil.rmtree(out_dir / stale, ignore_errors=True)
+    dockerfile = out_dir / "Dockerfile"
+    dockerfile.write_text(plan.dockerfile)
+    for name, data in plan.context_files:
+        path = out_dir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for name, source in plan.extension_dirs:
+        shutil.copytree(source, out_dir / name, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    (out_dir / ".dockerignore").write_text("plan.json\n")
+    return dockerfile
+
+
+def tag_refs(repo: str, target: TargetPlan) -> tuple[str, ...]:
+    return tuple(f"{repo}:{tag}" for tag in target.tags.all())
+
+
+def build_argv(
+    plan: Plan,
+    flavor: Flavor,
+    context_dir: Path,
+    repo: str,
+    secret_files: dict[str, str],
+    *,
+    buildx: bool = False,
+    tags: bool = True,
+) -> list[str]:
+    """The BuildKit build of one target as an argv list (the docker CLI is the BuildKit front end).
+
+    `tags=False` builds under no name: the pipeline tags only after verification and the smoke suite.
+    """
+    argv = ["docker", "buildx", "build", "--load"] if buildx else ["docker", "build"]
+    argv += ["--progress=plain", "--target", flavor.value, "-f", str(context_dir / "Dockerfile")]
+    for key, value in plan.build_args:
+        argv += ["--build-arg", f"{key}={value}"]
+    for secret in plan.secrets:
+        argv += ["--secret", f"id={secret.id},src={secret_files.get(secret.id, secret.source)}"]
+    for key, value in sorted(plan.build_labels().items()):
+        argv += ["--label", f"{key}={value}"]
+    if tags:
+        for ref in tag_refs(repo, plan.target(flavor)):
+            argv += ["-t", ref]
+    argv.append(str(context_dir))
+    return argv
+
+
+def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[str, Any]:
+    """The machine-readable plan (no secret content: secrets appear by id and source only)."""
+    return {
+        "id": plan.id,
+        "strategy": plan.strategy.value,
+        "arch_list": [a.name for a in plan.archs],
+        "base_images": list(plan.base_images),
+        "dockerfile": str(context_dir / "Dockerfile") if context_dir else "Dockerfile",
+        "dockerfile_sha256": plan.dockerfile_sha256,
+        "content_hash": plan.content_hash,
+        "build_args": dict(plan.build_args),
+        "secrets": [{"id": s.id, "source": s.source, "description": s.description} for s in plan.secrets],
+        "network": list(plan.network_origins),
+        "targets": {
+            t.flavor.value: {
+                "tags": list(tag_refs(repo, t)),
+                "immutable_tag": f"{repo}:{t.tags.immutable}",
+                "labels": dict(t.labels) | plan.build_labels(),
+                "manifest": t.manifest,
+            }
+            for t in plan.targets
+        },
+        "unavailable": {flavor.value: reason for flavor, reason in plan.unavailable},
+    }

@@ -1,0 +1,191 @@
+"""Small named functions that compute every value the Dockerfile template lays out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from builder import __version__
+from builder.archs import Arch
+from builder.errors import RenderError
+from builder.matrix.model import CudaImage, Matrix
+from builder.render import safety
+from builder.render.nvidia import image_tag, require_cuda, select_image
+from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
+from builder.resolve.report import index_url
+from builder.versions import minor_str
+
+VENV = "/opt/venv"
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+USER_UID = 1000
+# Where each distribution's packages come from, for --apt-mirror rewriting.
+APT_ORIGINS = {"debian": "http://deb.debian.org", "ubuntu": "http://archive.ubuntu.com"}
+# NVIDIA's CUDA 13 toolkit wheels (verified to compile torch extensions: docs/render.md).
+NVCC_EXTRAS = "nvcc,cudart,cccl,crt,nvvm"
+
+
+@dataclass(frozen=True)
+class Bases:
+    """The images the stages start from, and the nvidia/cuda release behind them (cuda-base)."""
+
+    os_image: str
+    toolchain_image: str | None  # None: the toolchain stage extends the build stage
+    cuda_image: CudaImage | None
+    system_python: bool
+
+
+def archs_for(c: Combination, options: RenderOptions) -> tuple[Arch, ...]:
+    """--arch as given; else the torch build's own SASS list; none for the cpu variant."""
+    if c.variant.cuda is None:
+        if options.archs:
+            raise RenderError("--arch: the cpu variant compiles no GPU code; pick a CUDA variant")
+        return ()
+    return options.archs or (c.variant.sass or ())
+
+
+def check_archs(m: Matrix, c: Combination, archs: tuple[Arch, ...]) -> None:
+    cuda = c.variant.cuda
+    infos = {a.arch: a for a in m.archs}
+    for arch in archs:
+        info = infos.get(arch)
+        if cuda is not None and (info is None or not info.nvcc_supports(cuda)):
+            raise RenderError(f"--arch {arch.name}: nvcc of CUDA {minor_str(cuda)} cannot compile for it")
+
+
+def bases(m: Matrix, c: Combination, strategy: Strategy) -> Bases:
+    system = c.python == c.os.system_python
+    if strategy is Strategy.WHEELS:
+        image = c.os.image if system else c.os.python_image.format(python=c.python)
+        return Bases(image, None, None, system)
+    if c.variant.cuda is None:
+        raise RenderError("--strategy cuda-base needs a CUDA variant; the cpu variant uses --strategy wheels")
+    if not system:
+        raise RenderError(f"--strategy cuda-base uses {c.os.name}'s own Python {c.os.system_python}, not {c.python}")
+    cuda_image = select_image(m, c.variant.cuda, c.os.name)
+    devel_cudnn = cuda_image.cudnn_tag is not None and c.os.name in cuda_image.cudnn_os and _same_cudnn(c, cuda_image)
+    return Bases(
+        image_tag(cuda_image, "base", c.os.name),
+        image_tag(cuda_image, "devel", c.os.name, cudnn=devel_cudnn),
+        cuda_image,
+        True,
+    )
+
+
+def _same_cudnn(c: Combination, image: CudaImage) -> bool:
+    # cuDNN headers in devel must match the ABI major torch loads (8 and 9 are not interchangeable).
+    return c.variant.cudnn is not None and image.cudnn is not None and image.cudnn.major == c.variant.cudnn.major
+
+
+def nvcc_pip(c: Combination, strategy: Strategy) -> str | None:
+    """The toolkit wheels for devel (wheels strategy): CUDA 13 only, since CUDA 12's carry no nvcc."""
+    cuda = c.variant.cuda
+    if cuda is None or strategy is Strategy.CUDA_BASE:
+        return None
+    if cuda.major < 13:
+        raise RenderError(
+            f"devel with --strategy wheels needs nvcc from PyPI, which NVIDIA publishes for CUDA 13 only "
+            f"(CUDA {minor_str(cuda)} wheels carry no nvcc); use --strategy cuda-base or --target runtime"
+        )
+    pin = f"=={c.variant.cuda_release}" if c.variant.cuda_release else f"=={minor_str(cuda)}.*"
+    return f"cuda-toolkit[{NVCC_EXTRAS}]{pin}"
+
+
+def cuda_home(c: Combination, strategy: Strategy) -> str | None:
+    cuda = c.variant.cuda
+    if cuda is None:
+        return None
+    if strategy is Strategy.CUDA_BASE:
+        return "/usr/local/cuda"
+    return f"{VENV}/lib/python{c.python}/site-packages/nvidia/cu{cuda.major}"
+
+
+def os_packages(c: Combination, system_python: bool) -> list[str]:
+    packages = ["ca-certificates", "tini"]
+    if system_python:
+        packages.append("python3")
+    return sorted(packages)
+
+
+def build_packages(system_python: bool) -> list[str]:
+    return ["python3-venv"] if system_python else []
+
+
+def toolchain_packages(system_python: bool) -> list[str]:
+    packages = ["g++", "make", "ninja-build"]
+    if system_python:
+        packages.append("python3-dev")
+    return sorted(packages)
+
+
+def constraints(c: Combination) -> str:
+    return f"torch=={c.torch.version}\ntorchvision=={c.torch.torchvision}\ntorchaudio=={c.torch.torchaudio}\n"
+
+
+def torch_index(c: Combination, options: RenderOptions) -> str | None:
+    if options.torch_index_url:
+        return safety.check(
+            "--torch-index-url", options.torch_index_url, safety.URL, "https://download.pytorch.org/whl/cu124"
+        )
+    return index_url(c)
+
+
+def user_of(options: RenderOptions) -> dict[str, Any] | None:
+    if options.user is None:
+        return None
+    return {"name": safety.check("--user", options.user, safety.USER_NAME, "torch"), "uid": USER_UID}
+
+
+def nvidia_env(f: Facts, c: Combination, bases_: Bases) -> list[tuple[str, str]]:
+    if c.variant.cuda is None:
+        return []
+    return [
+        ("NVIDIA_DRIVER_CAPABILITIES", "compute,utility"),
+        ("NVIDIA_REQUIRE_CUDA", require_cuda(f, c.variant.cuda, bases_.cuda_image)),
+        ("NVIDIA_VISIBLE_DEVICES", "all"),
+    ]
+
+
+def target_path(flavor: Flavor, home: str | None) -> str:
+    cuda_bin = f"{home}/bin:" if home and flavor is Flavor.DEVEL else ""
+    return f"{VENV}/bin:{cuda_bin}{SYSTEM_PATH}"
+
+
+def labels(
+    c: Combination,
+    flavor: Flavor,
+    strategy: Strategy,
+    archs: tuple[Arch, ...],
+    min_driver: str | None,
+    options: RenderOptions,
+) -> list[tuple[str, str]]:
+    v = c.variant
+    ours = {
+        "org.opencontainers.image.title": f"torchyard {c.local_version} {flavor.value}",
+        "org.opencontainers.image.description": f"PyTorch {c.local_version} on {c.os.name}, Python {c.python}",
+        "org.opencontainers.image.version": c.local_version,
+        "org.opencontainers.image.vendor": "torchyard",
+        "org.opencontainers.image.licenses": "BSD-3-Clause",
+        "io.torchyard.version": __version__,
+        "io.torchyard.combination": c.id,
+        "io.torchyard.torch": c.local_version,
+        "io.torchyard.torchvision": str(c.torch.torchvision),
+        "io.torchyard.torchaudio": str(c.torch.torchaudio),
+        "io.torchyard.cuda": minor_str(v.cuda) if v.cuda else "none",
+        "io.torchyard.cudnn": str(v.cudnn) if v.cudnn else "none",
+        "io.torchyard.nccl": str(v.nccl) if v.nccl else "none",
+        "io.torchyard.python": c.python,
+        "io.torchyard.os": c.os.name,
+        "io.torchyard.arch-list": " ".join(a.name for a in archs) or "none",
+        "io.torchyard.min-driver": min_driver or "none",
+        "io.torchyard.strategy": strategy.value,
+        "io.torchyard.flavor": flavor.value,
+    }
+    for key, value in options.labels:
+        safety.check("--label", key, safety.LABEL_KEY, "team=vision")
+        safety.check("--label", value, safety.LABEL_VALUE, "team=vision")
+        if key.startswith("io.torchyard."):
+            raise RenderError(f"--label {key}: the io.torchyard. namespace is torchyard's own")
+        ours[key] = value
+    return sorted(ours.items())

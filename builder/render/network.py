@@ -1,0 +1,131 @@
+"""Networks as companies have them: CA bundle, pip indexes, apt mirror; secrets stay secrets.
+
+A CA bundle and pip index settings reach the build only as BuildKit secrets (`cacert`, `pipconf`),
+never as a layer, ENV, build-arg or history entry. The apt mirror is a plain build arg and must not
+carry credentials.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from builder.errors import RenderError
+from builder.render.safety import URL, check, check_url_without_credentials
+
+# Host settings picked up by default, in order of precedence.
+CA_ENV_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
+INDEX_ENV_VAR = "PIP_INDEX_URL"
+EXTRA_INDEX_ENV_VAR = "PIP_EXTRA_INDEX_URL"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Secret:
+    id: str
+    source: str  # a path on the build host, or "generated" (written by torchyard at build time)
+    description: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Network:
+    ca_bundle: Path | None = None
+    pip_index_url: str | None = None
+    pip_extra_index_urls: tuple[str, ...] = ()
+    apt_mirror: str | None = None
+    origins: tuple[str, ...] = ()  # where each setting came from, for --dry-run
+
+    def secrets(self) -> tuple[Secret, ...]:
+        found = []
+        if self.ca_bundle is not None:
+            found.append(Secret(id="cacert", source=str(self.ca_bundle), description="CA bundle for pip and apt"))
+        if self.pip_index_url or self.pip_extra_index_urls:
+            urls = ", ".join(redact(u) for u in self.index_urls())
+            found.append(Secret(id="pipconf", source="generated", description=f"pip.conf with index {urls}"))
+        return tuple(found)
+
+    def index_urls(self) -> tuple[str, ...]:
+        return ((self.pip_index_url,) if self.pip_index_url else ()) + self.pip_extra_index_urls
+
+    def pip_conf(self) -> str:
+        """The secret pip.conf (may hold credentials: write it 0600, outside the build context)."""
+        lines = ["[global]"]
+        if self.pip_index_url:
+            lines.append(f"index-url = {self.pip_index_url}")
+        if self.pip_extra_index_urls:
+            lines.append("extra-index-url = " + " ".join(self.pip_extra_index_urls))
+        return "\n".join(lines) + "\n"
+
+    def build_args(self) -> dict[str, str]:
+        return {"APT_MIRROR": self.apt_mirror} if self.apt_mirror else {}
+
+
+def redact(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkFlags:
+    ca_bundle: str | None = None
+    pip_index_url: str | None = None
+    pip_extra_index_urls: tuple[str, ...] = ()
+    apt_mirror: str | None = None
+    use_host_settings: bool = True
+
+
+def resolve_network(flags: NetworkFlags, env: Mapping[str, str] | None = None) -> Network:
+    """Flags first; then, unless turned off, the host's usual pip/SSL environment variables."""
+    env = os.environ if env is None else env
+    origins: list[str] = []
+    ca = _pick(
+        flags.ca_bundle, "--ca-bundle", env, CA_ENV_VARS if flags.use_host_settings else (), origins, "CA bundle"
+    )
+    index = _pick(
+        flags.pip_index_url,
+        "--pip-index-url",
+        env,
+        (INDEX_ENV_VAR,) if flags.use_host_settings else (),
+        origins,
+        "pip index",
+    )
+    extra = flags.pip_extra_index_urls
+    if not extra and flags.use_host_settings and env.get(EXTRA_INDEX_ENV_VAR):
+        extra = tuple(env[EXTRA_INDEX_ENV_VAR].split())
+        origins.append(f"pip extra index from ${EXTRA_INDEX_ENV_VAR}")
+    for url in (*((index,) if index else ()), *extra):
+        check("--pip-index-url", url, URL, "https://user:token@pypi.example.com/simple")
+    mirror = check_url_without_credentials("--apt-mirror", flags.apt_mirror) if flags.apt_mirror else None
+    return Network(
+        ca_bundle=_ca_path(ca) if ca else None,
+        pip_index_url=index,
+        pip_extra_index_urls=extra,
+        apt_mirror=mirror,
+        origins=tuple(origins),
+    )
+
+
+def _pick(
+    flag: str | None, flag_name: str, env: Mapping[str, str], names: tuple[str, ...], origins: list[str], what: str
+) -> str | None:
+    if flag:
+        origins.append(f"{what} from {flag_name}")
+        return flag
+    for name in names:
+        if env.get(name):
+            origins.append(f"{what} from ${name}")
+            return env[name]
+    return None
+
+
+def _ca_path(text: str) -> Path:
+    path = Path(text)
+    if not path.is_file():
+        raise RenderError(f"CA bundle {text!r} is not a readable file (--ca-bundle, or $PIP_CERT/$SSL_CERT_FILE)")
+    return path.resolve()

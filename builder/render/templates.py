@@ -1,0 +1,30 @@
+"""The one Jinja2 environment: StrictUndefined, trailing newlines kept, templates from templates/."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jinja2
+
+from builder.resources import templates_path
+
+
+def make_env() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_path())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # Dockerfiles, not HTML; every value is checked by builder.render.safety
+    )
+
+
+def render_dockerfile(context: dict[str, Any]) -> str:
+    text = make_env().get_template("Dockerfile.j2").render(**context)
+    # Collapse the blank lines optional blocks leave behind: deterministic, readable output.
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.strip() or (lines and lines[-1].strip()):
+            lines.append(line.rstrip())
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,63 @@
+"""Image tags: small pure functions, computed into the plan first and checked against the built image.
+
+Scheme (docs/tags.md):
+  immutable  <torch>-cuda<X.Y>-cudnn<N>-py<P>-<os>-<flavor>[-cuda-base][-<archs>]
+             2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime, 2.14.1-cpu-py3.11-debian12-devel
+  aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>]   (moves to the newest patch)
+             latest-<flavor>   (only for the newest torch, its PyPI default variant, on the default OS/Python)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from builder.archs import Arch
+from builder.matrix.model import Matrix
+from builder.render.options import Flavor, Strategy
+from builder.resolve.combos import Combination
+from builder.versions import minor_str
+
+
+@dataclass(frozen=True)
+class ImageTags:
+    immutable: str
+    aliases: tuple[str, ...]
+
+    def all(self) -> tuple[str, ...]:
+        return (self.immutable, *self.aliases)
+
+
+def _stack(c: Combination) -> str:
+    v = c.variant
+    if v.cuda is None:
+        return "cpu"
+    cudnn = f"-cudnn{v.cudnn.major}" if v.cudnn else ""
+    return f"cuda{minor_str(v.cuda)}{cudnn}"
+
+
+def _suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> str:
+    parts = [flavor.value]
+    if strategy is not Strategy.WHEELS:
+        parts.append(strategy.value)
+    if archs:
+        parts.append("-".join(f"sm{a.cmake}" for a in archs))
+    return "-".join(parts)
+
+
+def default_os_python(m: Matrix) -> tuple[str, str]:
+    """The first OS base of the matrix with its own Python: the default platform of aliases."""
+    first = m.os[0]
+    return first.name, first.system_python
+
+
+def image_tags(m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> ImageTags:
+    suffix = _suffix(flavor, strategy, archs)
+    immutable = f"{c.torch.version}-{_stack(c)}-py{c.python}-{c.os.name}-{suffix}"
+    platform = "" if (c.os.name, c.python) == default_os_python(m) else f"-py{c.python}-{c.os.name}"
+    cuda = f"cuda{minor_str(c.variant.cuda)}" if c.variant.cuda else "cpu"
+    minor = f"{c.torch.version.major}.{c.torch.version.minor}"
+    aliases = [f"{minor}-{cuda}{platform}-{suffix}"]
+    newest = max(t.version for t in m.torch)
+    if not platform and c.torch.version == newest and c.is_pypi_default:
+        aliases.append(f"latest-{suffix}")
+    return ImageTags(immutable, tuple(aliases))
