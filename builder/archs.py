@@ -45,12 +45,17 @@ class Arch:
         return self.name
 
 
-def parse_arch(text: str, what: str = "--arch") -> Arch:
-    """Accepts sm_89, sm89, 8.9, 89, compute_89, sm_90a, 9.0a, 120."""
+def arch_from(text: str) -> Arch:
+    """Accepts sm_89, sm89, 8.9, 89, compute_89, sm_90a, 9.0a, 120; ValueError if malformed."""
     match = _ARCH_RE.match(text.strip().lower())
-    if not match:
-        raise UsageError(f"{what}: {text!r} is not a GPU architecture (examples: sm_89, 8.9, sm_90a)")
-    major, minor, suffix = int(match[1]), int(match[2]), match[3]
-    if major == 0:
-        raise UsageError(f"{what}: {text!r} is not a GPU architecture (examples: sm_89, 8.9, sm_90a)")
-    return Arch(major, minor, suffix)  # type: ignore[arg-type]
+    if not match or int(match[1]) == 0:
+        raise ValueError(f"{text!r} is not a GPU architecture (examples: sm_89, 8.9, sm_90a)")
+    return Arch(int(match[1]), int(match[2]), match[3])  # type: ignore[arg-type]
+
+
+def parse_arch(text: str, what: str = "--arch") -> Arch:
+    """An architecture given on the command line: one UsageError line naming the flag."""
+    try:
+        return arch_from(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from None

@@ -69,13 +69,21 @@ def _pad(parts: tuple[int, ...], width: int) -> tuple[int, ...]:
     return parts + (0,) * (width - len(parts))
 
 
-def parse_driver(text: str, what: str = "--driver") -> Driver:
-    """Driver as nvidia-smi prints it (550.54.15) or a bare branch (550)."""
+def driver_version(text: str) -> Driver:
+    """Driver as nvidia-smi prints it (550.54.15) or a bare branch (550); ValueError if malformed."""
     text = text.strip()
     if not _DRIVER_RE.match(text):
-        raise UsageError(f"{what}: {text!r} is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)")
+        raise ValueError(f"{text!r} is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)")
     parts = tuple(int(p) for p in text.split("."))
     return Driver(parts=parts, exact=len(parts) > 1, text=text)
+
+
+def parse_driver(text: str, what: str = "--driver") -> Driver:
+    """A driver given on the command line: one UsageError line naming the flag."""
+    try:
+        return driver_version(text)
+    except ValueError as exc:
+        raise UsageError(f"{what}: {exc}") from None
 
 
 def parse_spec(text: str, what: str) -> SpecifierSet:

@@ -134,7 +134,9 @@ def _array(
         item = make(entry)
         name = ident(item)
         if name in seen:
-            ctx.fail((key, index), f"{key}[{name}]", f"duplicate entry (the first is {key}[{seen[name]}])")
+            first = ctx.locator.line_of((key, seen[name]))
+            where = f"at line {first}" if first else f"{key}[{seen[name]}]"
+            ctx.fail((key, index), f"{key}[{name}]", f"duplicate entry (the first is {where})")
         seen[name] = index
         items.append(item)
     return tuple(items)

@@ -10,10 +10,10 @@ from typing import Any, NoReturn, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from builder.archs import Arch, parse_arch
-from builder.errors import MatrixError, UsageError
+from builder.archs import Arch, arch_from
+from builder.errors import MatrixError
 from builder.matrix.locate import KeyPath, Locator
-from builder.versions import Driver, parse_driver, release
+from builder.versions import Driver, driver_version, release
 
 T = TypeVar("T")
 _MISSING: Any = object()
@@ -57,7 +57,7 @@ class Entry:
             return default
         try:
             return convert(self.raw[key])
-        except (ValueError, TypeError, UsageError) as exc:
+        except (ValueError, TypeError) as exc:
             self.fail_key(key, str(exc))
 
 
@@ -85,8 +85,12 @@ def minor_version(value: Any) -> Version:
 
 
 def driver(value: Any) -> Driver:
-    parsed = parse_driver(text(value), "driver")
-    if not parsed.exact:
+    """A full driver version (525.60.13); a bare branch is too vague for a fact."""
+    try:
+        parsed = driver_version(text(value))
+    except ValueError:
+        parsed = None
+    if parsed is None or not parsed.exact:
         raise ValueError(f"expected a full driver version like 525.60.13, found {value!r}")
     return parsed
 
@@ -99,7 +103,7 @@ def spec(value: Any) -> SpecifierSet:
 
 
 def arch(value: Any) -> Arch:
-    return parse_arch(text(value), "arch")
+    return arch_from(text(value))
 
 
 def arch_list(value: Any) -> tuple[Arch, ...]:

@@ -31,21 +31,21 @@ def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, know
 
 
 def _check_sources(m: Matrix, ctx: Context) -> None:
-    tables: list[tuple[str, tuple[object, ...]]] = [
-        ("cuda_major", m.cuda_majors),
-        ("driver_branch", m.driver_branches),
-        ("cuda", m.cuda),
-        ("arch", m.archs),
-        ("cudnn", m.cudnn),
-        ("torchvision", m.torchvision),
-        ("torchaudio", m.torchaudio),
-        ("torch", m.torch),
-        ("os", m.os),
-        ("cuda_image", m.cuda_images),
+    tables: list[tuple[str, list[tuple[str, tuple[str, ...]]]]] = [
+        ("cuda_major", [(str(e.major), e.sources) for e in m.cuda_majors]),
+        ("driver_branch", [(str(e.branch), e.sources) for e in m.driver_branches]),
+        ("cuda", [(str(e.version), e.sources) for e in m.cuda]),
+        ("arch", [(e.name, e.sources) for e in m.archs]),
+        ("cudnn", [(e.label, e.sources) for e in m.cudnn]),
+        ("torchvision", [(str(e.version), e.sources) for e in m.torchvision]),
+        ("torchaudio", [(str(e.version), e.sources) for e in m.torchaudio]),
+        ("torch", [(str(e.version), e.sources) for e in m.torch]),
+        ("os", [(e.name, e.sources) for e in m.os]),
+        ("cuda_image", [(str(e.cuda), e.sources) for e in m.cuda_images]),
     ]
     for key, entries in tables:
-        for i, entry in enumerate(entries):
-            _check_cited(m, ctx, (key, i, "source"), f"{key}[{i}].source", entry.sources)  # type: ignore[attr-defined]
+        for i, (name, cited) in enumerate(entries):
+            _check_cited(m, ctx, (key, i, "source"), f"{key}[{name}].source", cited)
     for i, release in enumerate(m.torch):
         for j, variant in enumerate(release.variants):
             path = ("torch", i, "variants", j, "source")
@@ -66,38 +66,47 @@ def _check_cuda(m: Matrix, ctx: Context) -> None:
     for i, release in enumerate(m.cuda):
         label = f"cuda[{release.version}]"
         if release.version.major not in majors:
-            ctx.fail(("cuda", i, "version"), label, f"no [[cuda_major]] entry for CUDA {release.version.major}")
+            ctx.fail(
+                ("cuda", i, "version"), f"{label}.version", f"no [[cuda_major]] entry for CUDA {release.version.major}"
+            )
         floor = release.min_driver
         if floor is None:
             continue
         branch = branches.get(floor.branch)
+        where, key = ("cuda", i, "min_driver"), f"{label}.min_driver"
         if branch is None:
-            ctx.fail(("cuda", i, "min_driver"), label, f"driver branch {floor.branch} has no [[driver_branch]] entry")
+            ctx.fail(where, key, f"driver branch {floor.branch} has no [[driver_branch]] entry")
         elif branch.reports_cuda < release.minor:
-            ctx.fail(
-                ("cuda", i, "min_driver"),
-                label,
-                f"driver branch {floor.branch} reports CUDA {branch.reports_cuda[0]}.{branch.reports_cuda[1]}, "
-                f"older than this release",
-            )
+            reported = f"{branch.reports_cuda[0]}.{branch.reports_cuda[1]}"
+            ctx.fail(where, key, f"driver branch {floor.branch} reports CUDA {reported}, older than this release")
 
 
 def _check_archs(m: Matrix, ctx: Context) -> None:
     bases = {a.arch for a in m.archs if not a.arch.suffix}
+    names = [a.name for a in m.archs]
     gpus: dict[str, str] = {}
     for i, info in enumerate(m.archs):
         label = f"arch[{info.name}]"
         if info.arch.suffix and info.arch.base not in bases:
-            ctx.fail(("arch", i, "name"), label, f"no base architecture {info.arch.base} for this variant")
+            ctx.fail(("arch", i, "name"), f"{label}.name", f"no base architecture {info.arch.base} for this variant")
         added, removed = info.nvcc_added, info.nvcc_removed
         if added is not None and removed is not None and minor_of(added) >= minor_of(removed):
-            ctx.fail(("arch", i, "nvcc_removed"), label, f"removed in {removed} but only added in {added}")
-        if info.renamed_to is not None and info.renamed_to not in {a.name for a in m.archs}:
-            _unknown(ctx, ("arch", i, "renamed_to"), label, "architecture", info.renamed_to, (a.name for a in m.archs))
-        for gpu in (*info.gpus, *info.datacenter_gpus, *info.embedded_gpus):
-            if gpu.lower() in gpus:
-                ctx.fail(("arch", i, "gpus"), label, f"GPU {gpu!r} is also listed under {gpus[gpu.lower()]}")
-            gpus[gpu.lower()] = info.name
+            ctx.fail(
+                ("arch", i, "nvcc_removed"), f"{label}.nvcc_removed", f"removed in {removed} but only added in {added}"
+            )
+        if info.renamed_to is not None and info.renamed_to not in names:
+            _unknown(ctx, ("arch", i, "renamed_to"), f"{label}.renamed_to", "architecture", info.renamed_to, names)
+        for key, listed in (
+            ("gpus", info.gpus),
+            ("datacenter_gpus", info.datacenter_gpus),
+            ("embedded_gpus", info.embedded_gpus),
+        ):
+            for gpu in listed:
+                if gpu.lower() in gpus:
+                    ctx.fail(
+                        ("arch", i, key), f"{label}.{key}", f"GPU {gpu!r} is also listed under {gpus[gpu.lower()]}"
+                    )
+                gpus[gpu.lower()] = info.name
 
 
 def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease) -> None:
@@ -124,12 +133,17 @@ def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease) -> None
                 f"{label}.{key}",
                 f"{key} {version} requires torch{match.requires_torch}, not {release.version}",
             )
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for j, variant in enumerate(release.variants):
         if variant.name in seen:
-            ctx.fail(("torch", i, "variants", j), f"{label}.variants[{variant.name}]", "duplicate variant")
-        seen.add(variant.name)
+            first = ctx.locator.line_of(("torch", i, "variants", seen[variant.name]))
+            ctx.fail(("torch", i, "variants", j), f"{label}.variants[{variant.name}]", f"duplicate variant{_at(first)}")
+        seen[variant.name] = j
         _check_variant(m, ctx, ("torch", i, "variants", j), f"{label}.variants[{variant.name}]", variant)
+
+
+def _at(line: int | None) -> str:
+    return f" (the first is at line {line})" if line else ""
 
 
 def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant) -> None:
@@ -154,7 +168,8 @@ def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchV
         )
     if v.cuda_release is not None:
         _check_pinned_release(m, ctx, path, label, v)
-    _check_variant_archs(m, ctx, path, label, v.cuda, (*(v.sass or ()), *v.ptx))
+    _check_variant_archs(m, ctx, (*path, "sass"), f"{label}.sass", v.cuda, v.sass or ())
+    _check_variant_archs(m, ctx, (*path, "ptx"), f"{label}.ptx", v.cuda, v.ptx)
     if v.cudnn is not None:
         _check_variant_cudnn(m, ctx, path, label, v.cuda, v.cudnn)
 
@@ -185,10 +200,10 @@ def _check_variant_archs(
     for arch in archs:
         info = infos.get(arch)
         if info is None:
-            _unknown(ctx, (*path, "sass"), f"{label}.sass", "architecture", arch.name, (a.name for a in m.archs))
+            _unknown(ctx, path, label, "architecture", arch.name, (a.name for a in m.archs))
         elif not info.nvcc_supports(cuda):
             span = _nvcc_range(info.nvcc_added, info.nvcc_removed)
-            ctx.fail((*path, "sass"), f"{label}.sass", f"{arch.name} cannot be targeted by CUDA {cuda} ({span})")
+            ctx.fail(path, label, f"{arch.name} cannot be targeted by CUDA {cuda} ({span})")
 
 
 def _nvcc_range(added: Version | None, removed: Version | None) -> str:
@@ -219,16 +234,23 @@ def _check_os(m: Matrix, ctx: Context) -> None:
 
 
 def _check_images(m: Matrix, ctx: Context) -> None:
-    releases = {c.version for c in m.cuda}
+    releases = sorted(str(c.version) for c in m.cuda)
     oses = [o.name for o in m.os]
     for i, image in enumerate(m.cuda_images):
         label = f"cuda_image[{image.cuda}]"
-        if image.cuda not in releases:
-            _unknown(ctx, ("cuda_image", i, "cuda"), label, "CUDA release", str(image.cuda), map(str, releases))
-        for name in (*image.os, *image.cudnn_os):
-            if name not in oses:
-                _unknown(ctx, ("cuda_image", i, "os"), label, "OS", name, oses)
+        if str(image.cuda) not in releases:
+            _unknown(ctx, ("cuda_image", i, "cuda"), f"{label}.cuda", "CUDA release", str(image.cuda), releases)
+        for key, names in (("os", image.os), ("cudnn_os", image.cudnn_os)):
+            for name in names:
+                if name not in oses:
+                    _unknown(ctx, ("cuda_image", i, key), f"{label}.{key}", "OS", name, oses)
         if image.cudnn_tag is not None and image.cudnn_tag not in CUDNN_TAGS:
-            ctx.fail(("cuda_image", i, "cudnn_tag"), label, f"cudnn_tag must be one of {', '.join(CUDNN_TAGS)}")
+            ctx.fail(
+                ("cuda_image", i, "cudnn_tag"),
+                f"{label}.cudnn_tag",
+                f"{image.cudnn_tag!r} is not one of {', '.join(CUDNN_TAGS)}{did_you_mean(image.cudnn_tag, CUDNN_TAGS)}",
+            )
         if image.fc_brands is not None and image.fc_brands not in m.brand_sets:
-            _unknown(ctx, ("cuda_image", i, "fc_brands"), label, "brand set", image.fc_brands, m.brand_sets)
+            _unknown(
+                ctx, ("cuda_image", i, "fc_brands"), f"{label}.fc_brands", "brand set", image.fc_brands, m.brand_sets
+            )

@@ -87,7 +87,8 @@ def _forward_compat(f: Facts, q: Query, cuda: Version, failure: str) -> tuple[Dr
 
 
 def rule_driver_cuda(f: Facts, q: Query, c: Combination) -> Check:
-    sources = ("cuda-relnotes", "cuda-mvc", "cuda-forward-compat")
+    # Forward compatibility: the branches an nvidia/cuda image excepts in NVIDIA_REQUIRE_CUDA.
+    sources = ("cuda-relnotes", "cuda-mvc", "cuda-forward-compat", "nvidia-cuda-images", "container-toolkit")
     if c.variant.cuda is None:
         return Check("driver-cuda", True, "CPU build: no driver needed", sources)
     if q.driver is None:
@@ -105,18 +106,33 @@ def rule_driver_cuda(f: Facts, q: Query, c: Combination) -> Check:
 
 
 def arch_support(target: Arch, sass: tuple[Arch, ...], ptx: tuple[Arch, ...]) -> tuple[ArchSupport, Arch | None]:
-    """Binary compatibility: exact SASS; same-major lower-minor SASS; PTX of an equal-or-lower arch."""
+    """Binary compatibility: exact SASS; same-major lower-minor SASS; PTX of an equal-or-lower arch.
+
+    Arch-specific targets (sm_90a) run only on exactly that compute capability; family targets
+    (sm_100f) only within their major, on equal or higher minors."""
     gpu = target.base
-    plain = [a for a in sass if not a.suffix]
-    if gpu in plain:
-        return ArchSupport.NATIVE, gpu
-    same_major = [a for a in plain if a.major == gpu.major and a.minor < gpu.minor]
-    if same_major:
-        return ArchSupport.COMPATIBLE, max(same_major)
-    jit = [a for a in ptx if not a.suffix and a.key <= gpu.key]
+    runnable = [a for a in sass if _sass_runs(a, gpu)]
+    native = [a for a in runnable if a.key == gpu.key]
+    if native:
+        return ArchSupport.NATIVE, min(native)  # the plain target sorts before its a/f variants
+    if runnable:
+        return ArchSupport.COMPATIBLE, max(runnable)
+    jit = [a for a in ptx if _ptx_runs(a, gpu)]
     if jit:
         return ArchSupport.PTX, max(jit)
     return ArchSupport.NONE, None
+
+
+def _sass_runs(code: Arch, gpu: Arch) -> bool:
+    if code.suffix == "a":
+        return code.key == gpu.key
+    return code.major == gpu.major and code.minor <= gpu.minor
+
+
+def _ptx_runs(code: Arch, gpu: Arch) -> bool:
+    if code.suffix:
+        return _sass_runs(code, gpu)
+    return code.key <= gpu.key
 
 
 def _code_list(sass: tuple[Arch, ...], ptx: tuple[Arch, ...]) -> str:
@@ -176,9 +192,25 @@ def rule_arch_cuda(f: Facts, q: Query, c: Combination) -> Check:
         return Check("arch-cuda", True, f"CUDA {minor_str(cuda)} supports {info.name}", sources)
     if info.nvcc_removed is not None and cuda >= info.nvcc_removed:
         reason = f"CUDA {info.nvcc_removed.major}.{info.nvcc_removed.minor}+ dropped {info.name} ({info.family})"
-    else:
-        reason = f"{info.name} ({info.family}) needs CUDA >= {info.nvcc_added}; this build is CUDA {minor_str(cuda)}"
+        return Check("arch-cuda", False, reason, sources)
+    # A toolkit older than the GPU still serves it through SASS of a lower minor of the same major
+    # (binary compatibility: sm_89 runs sm_86 code built by CUDA 11.7), not across majors.
+    elders = _targetable_same_major(f, q.arch.base, cuda)
+    if elders:
+        names = " ".join(a.name for a in elders)
+        reason = f"CUDA {minor_str(cuda)} predates {info.name} but targets {names}, whose SASS runs on {info.name}"
+        return Check("arch-cuda", True, reason, sources)
+    reason = f"{info.name} ({info.family}) needs CUDA >= {info.nvcc_added}; this build is CUDA {minor_str(cuda)}"
     return Check("arch-cuda", False, reason, sources)
+
+
+def _targetable_same_major(f: Facts, gpu: Arch, cuda: Version) -> list[Arch]:
+    """The lower-minor archs of the GPU's major that this CUDA can target (their SASS runs on the GPU)."""
+    return sorted(
+        a.arch
+        for a in f.archs.values()
+        if not a.arch.suffix and a.arch.major == gpu.major and a.arch.minor < gpu.minor and a.nvcc_supports(cuda)
+    )
 
 
 # --- cuDNN -----------------------------------------------------------------------------------------
@@ -195,7 +227,10 @@ def rule_cudnn_cuda(f: Facts, q: Query, c: Combination) -> Check:
     if found is None or v.cuda.major not in found.cuda_majors:
         return Check("cudnn-cuda", False, f"cuDNN {v.cudnn} has no CUDA {v.cuda.major} build", sources)
     floor = found.driver_floor(v.cuda.major)
-    if q.driver is not None and floor is not None and not q.driver.at_least(floor):
+    # Forward compatibility replaces the user-mode driver (libcuda) with the cuda-compat one of the
+    # variant's CUDA release, which meets cuDNN's floor for that major.
+    below = q.driver is not None and floor is not None and not q.driver.at_least(floor)
+    if below and driver_mode(f, q, v.cuda)[0] is not DriverMode.FORWARD_COMPAT:
         return Check("cudnn-cuda", False, f"cuDNN {v.cudnn} for CUDA {v.cuda.major} needs driver >= {floor}", sources)
     return Check(
         "cudnn-cuda", True, f"cuDNN {v.cudnn} has a CUDA {v.cuda.major} build (tested: {found.cuda_tested})", sources
