@@ -159,7 +159,7 @@ def _template_context(
     options: RenderOptions,
     archs: tuple[Arch, ...],
     bases: ctx.Bases,
-    nvcc: str | None,
+    nvcc: tuple[str, ...] | None,
     targets: tuple[TargetPlan, ...],
 ) -> dict[str, Any]:
     home = ctx.cuda_home(c, options.strategy) if nvcc or options.strategy is Strategy.CUDA_BASE else None

@@ -24,6 +24,9 @@ USER_UID = 1000
 APT_ORIGINS = {"debian": "http://deb.debian.org", "ubuntu": "http://archive.ubuntu.com"}
 # NVIDIA's CUDA 13 toolkit wheels (verified to compile torch extensions: docs/render.md).
 NVCC_EXTRAS = "nvcc,cudart,cccl,crt,nvvm"
+# cuobjdump reads the cubins of any older CUDA 13 release; PyPI's oldest CUDA 13 build is 13.2.51
+# (https://pypi.org/project/nvidia-cuda-cuobjdump/#history), so devel images take this one.
+CUOBJDUMP_PIP = "nvidia-cuda-cuobjdump==13.5.37"
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def _same_cudnn(c: Combination, image: CudaImage) -> bool:
     return c.variant.cudnn is not None and image.cudnn is not None and image.cudnn.major == c.variant.cudnn.major
 
 
-def nvcc_pip(c: Combination, strategy: Strategy) -> str | None:
+def nvcc_pip(c: Combination, strategy: Strategy) -> tuple[str, ...] | None:
     """The toolkit wheels for devel (wheels strategy): CUDA 13 only, since CUDA 12's carry no nvcc."""
     cuda = c.variant.cuda
     if cuda is None or strategy is Strategy.CUDA_BASE:
@@ -89,7 +92,7 @@ def nvcc_pip(c: Combination, strategy: Strategy) -> str | None:
             f"(CUDA {minor_str(cuda)} wheels carry no nvcc); use --strategy cuda-base or --target runtime"
         )
     pin = f"=={c.variant.cuda_release}" if c.variant.cuda_release else f"=={minor_str(cuda)}.*"
-    return f"cuda-toolkit[{NVCC_EXTRAS}]{pin}"
+    return (f"cuda-toolkit[{NVCC_EXTRAS}]{pin}", CUOBJDUMP_PIP)
 
 
 def cuda_home(c: Combination, strategy: Strategy) -> str | None:
