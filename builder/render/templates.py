@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 import jinja2
@@ -9,6 +10,7 @@ import jinja2
 from builder.resources import templates_path
 
 
+@cache  # one environment per process: it caches compiled templates (a fresh one recompiles each time)
 def make_env() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_path())),
