@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -45,6 +46,7 @@ class Arch:
         return self.name
 
 
+@functools.cache
 def arch_from(text: str) -> Arch:
     """Accepts sm_89, sm89, 8.9, 89, compute_89, sm_90a, 9.0a, 120; ValueError if malformed."""
     match = _ARCH_RE.match(text.strip().lower())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ _DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$")
 _SPEC_OPS = ("==", "!=", "<=", ">=", "~=", "<", ">")
 
 
+@functools.cache
 def release(text: str) -> Version:
     """A plain dotted release (2.5.1, 12.4, 9.1.0.70); no pre-releases, no local parts."""
     if not _RELEASE_RE.match(text):
@@ -99,7 +101,11 @@ def parse_spec(text: str, what: str) -> SpecifierSet:
         else:
             if all(_RELEASE_RE.match(s.version.removesuffix(".*")) for s in spec):
                 return spec
-    raise UsageError(f"{what}: {text!r} is not a version or version range (examples: 2.5, 2.5.1, '>=2.4,<2.7')")
+    examples = _SPEC_EXAMPLES.get(what, "2.5, 2.5.1, '>=2.4,<2.7'")
+    raise UsageError(f"{what}: {text!r} is not a version or version range (examples: {examples})")
+
+
+_SPEC_EXAMPLES = {"--python": "3.11, '>=3.10,<3.13'", "--cuda": "12, 12.4, cu124, '>=12.4'"}
 
 
 def is_version(text: str) -> bool:

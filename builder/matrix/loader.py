@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from builder.errors import MatrixError
 from builder.matrix import reader as r
-from builder.matrix.locate import KeyPath, Locator
+from builder.matrix.locate import KeyPath
 from builder.matrix.model import (
     ArchInfo,
     Companion,
@@ -70,17 +70,22 @@ def _load(path: Path) -> Matrix:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read: {exc.strerror}") from None
-    matrix = parse_text(text, str(path))
-    validate(matrix, Context(str(path), Locator(text)))
+    ctx = Context(str(path), text)
+    matrix = _parse(ctx)
+    validate(matrix, ctx)
     return matrix
 
 
 def parse_text(text: str, file: str) -> Matrix:
+    """Parse and convert one document, without the cross-entry checks of validate()."""
+    return _parse(Context(file, text))
+
+
+def _parse(ctx: Context) -> Matrix:
     try:
-        doc = tomllib.loads(text)
+        doc = tomllib.loads(ctx.text)
     except tomllib.TOMLDecodeError as exc:
-        raise MatrixError(_toml_error(file, str(exc))) from None
-    ctx = Context(file, Locator(text))
+        raise MatrixError(_toml_error(ctx.file, str(exc))) from None
     top = Entry(ctx, (), "matrix", doc, _TOP)
     schema = top.get("schema", r.integer)
     if schema != SCHEMA:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -27,7 +28,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 @dataclass(frozen=True)
 class Context:
     file: str
-    locator: Locator
+    text: str
+
+    @functools.cached_property
+    def locator(self) -> Locator:
+        """Built on first use: only an error needs a line number."""
+        return Locator(self.text)
 
     def fail(self, path: KeyPath, label: str, message: str) -> NoReturn:
         line = self.locator.line_of(path)

@@ -3,24 +3,45 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from packaging.version import Version
 
 from builder.archs import Arch
 from builder.matrix.locate import KeyPath
-from builder.matrix.model import CudnnRange, Matrix, TorchRelease, TorchVariant
+from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
 from builder.matrix.reader import Context, did_you_mean
 from builder.versions import minor_of, minor_str
 
 CUDNN_TAGS = ("cudnn8", "cudnn9", "cudnn")
 
 
+@dataclass(frozen=True)
+class _Index:
+    """Lookups the per-variant checks share, built once per validation."""
+
+    minors: frozenset[tuple[int, int]]
+    minor_names: tuple[str, ...]
+    releases: frozenset[Version]
+    archs: dict[Arch, ArchInfo]
+
+    @classmethod
+    def of(cls, m: Matrix) -> _Index:
+        return cls(
+            minors=frozenset(minor_of(c.version) for c in m.cuda),
+            minor_names=tuple(sorted({minor_str(c.version) for c in m.cuda})),
+            releases=frozenset(c.version for c in m.cuda),
+            archs={a.arch: a for a in m.archs},
+        )
+
+
 def validate(m: Matrix, ctx: Context) -> None:
     _check_sources(m, ctx)
     _check_cuda(m, ctx)
     _check_archs(m, ctx)
+    ix = _Index.of(m)
     for i, release in enumerate(m.torch):
-        _check_torch(m, ctx, i, release)
+        _check_torch(m, ctx, i, release, ix)
     _check_os(m, ctx)
     _check_images(m, ctx)
 
@@ -109,7 +130,7 @@ def _check_archs(m: Matrix, ctx: Context) -> None:
                 gpus[gpu.lower()] = info.name
 
 
-def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease) -> None:
+def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease, ix: _Index) -> None:
     label = f"torch[{release.version}]"
     if release.variant(release.pypi_default) is None:
         _unknown(
@@ -139,14 +160,14 @@ def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease) -> None
             first = ctx.locator.line_of(("torch", i, "variants", seen[variant.name]))
             ctx.fail(("torch", i, "variants", j), f"{label}.variants[{variant.name}]", f"duplicate variant{_at(first)}")
         seen[variant.name] = j
-        _check_variant(m, ctx, ("torch", i, "variants", j), f"{label}.variants[{variant.name}]", variant)
+        _check_variant(m, ctx, ("torch", i, "variants", j), f"{label}.variants[{variant.name}]", variant, ix)
 
 
 def _at(line: int | None) -> str:
     return f" (the first is at line {line})" if line else ""
 
 
-def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant) -> None:
+def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant, ix: _Index) -> None:
     if v.cuda is None:
         if v.name != "cpu":
             ctx.fail(path, label, "a CUDA variant needs `cuda`")
@@ -156,35 +177,21 @@ def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchV
     expected = f"cu{v.cuda.major}{v.cuda.minor}"
     if v.name != expected:
         ctx.fail((*path, "cuda"), f"{label}.cuda", f"variant {v.name} cannot carry CUDA {v.cuda} (that is {expected})")
-    minors = {minor_of(c.version) for c in m.cuda}
-    if minor_of(v.cuda) not in minors:
-        _unknown(
-            ctx,
-            (*path, "cuda"),
-            f"{label}.cuda",
-            "CUDA release",
-            str(v.cuda),
-            sorted({minor_str(c.version) for c in m.cuda}),
-        )
+    if minor_of(v.cuda) not in ix.minors:
+        _unknown(ctx, (*path, "cuda"), f"{label}.cuda", "CUDA release", str(v.cuda), ix.minor_names)
     if v.cuda_release is not None:
-        _check_pinned_release(m, ctx, path, label, v)
-    _check_variant_archs(m, ctx, (*path, "sass"), f"{label}.sass", v.cuda, v.sass or ())
-    _check_variant_archs(m, ctx, (*path, "ptx"), f"{label}.ptx", v.cuda, v.ptx)
+        _check_pinned_release(ctx, path, label, v, ix)
+    _check_variant_archs(ctx, (*path, "sass"), f"{label}.sass", v.cuda, v.sass or (), ix)
+    _check_variant_archs(ctx, (*path, "ptx"), f"{label}.ptx", v.cuda, v.ptx, ix)
     if v.cudnn is not None:
         _check_variant_cudnn(m, ctx, path, label, v.cuda, v.cudnn)
 
 
-def _check_pinned_release(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchVariant) -> None:
+def _check_pinned_release(ctx: Context, path: KeyPath, label: str, v: TorchVariant, ix: _Index) -> None:
     assert v.cuda_release is not None and v.cuda is not None
-    if v.cuda_release not in {c.version for c in m.cuda}:
-        _unknown(
-            ctx,
-            (*path, "cuda_runtime"),
-            f"{label}.cuda_runtime",
-            "CUDA release",
-            str(v.cuda_release),
-            (str(c.version) for c in m.cuda),
-        )
+    if v.cuda_release not in ix.releases:
+        known = sorted(map(str, ix.releases))
+        _unknown(ctx, (*path, "cuda_runtime"), f"{label}.cuda_runtime", "CUDA release", str(v.cuda_release), known)
     if minor_of(v.cuda_release) != minor_of(v.cuda):
         ctx.fail(
             (*path, "cuda_runtime"),
@@ -194,13 +201,12 @@ def _check_pinned_release(m: Matrix, ctx: Context, path: KeyPath, label: str, v:
 
 
 def _check_variant_archs(
-    m: Matrix, ctx: Context, path: KeyPath, label: str, cuda: Version, archs: tuple[Arch, ...]
+    ctx: Context, path: KeyPath, label: str, cuda: Version, archs: tuple[Arch, ...], ix: _Index
 ) -> None:
-    infos = {a.arch: a for a in m.archs}
     for arch in archs:
-        info = infos.get(arch)
+        info = ix.archs.get(arch)
         if info is None:
-            _unknown(ctx, path, label, "architecture", arch.name, (a.name for a in m.archs))
+            _unknown(ctx, path, label, "architecture", arch.name, (a.name for a in ix.archs.values()))
         elif not info.nvcc_supports(cuda):
             span = _nvcc_range(info.nvcc_added, info.nvcc_removed)
             ctx.fail(path, label, f"{arch.name} cannot be targeted by CUDA {cuda} ({span})")
