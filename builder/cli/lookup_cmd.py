@@ -24,7 +24,7 @@ _SHOWN_REASONS = 8
 def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, **kwargs: Any) -> None:
     """Valid combinations for a driver / GPU / version request, best first."""
     if limit < 0:
-        raise UsageError(f"--limit: {limit} is negative")
+        raise UsageError(f"--limit: {limit} is negative (0 shows every row)")
     m = matrix_of(ctx)
     q = query_of(m, kwargs)
     found = lookup(m, q)

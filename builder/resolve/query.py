@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -106,12 +107,18 @@ def find_gpu(m: Matrix, text: str) -> Gpu:
                 if _matches(wanted, known) and len(known) > best_len:
                     best, best_len = Gpu(name, info.arch, kind), len(known)
     if best is None:
-        every = [n for a in m.archs for n in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)]
         raise UsageError(
-            f"--gpu: {text!r} is not a GPU the matrix knows{did_you_mean(text, every)};"
+            f"--gpu: {text!r} is not a GPU the matrix knows{_closest_gpu(m, wanted)};"
             " give its architecture instead (--arch sm_89)"
         )
     return best
+
+
+def _closest_gpu(m: Matrix, wanted: str) -> str:
+    """A "did you mean" over names as typed without vendor words (RTX 4900 -> GeForce RTX 4090)."""
+    names = {_normalise(n): n for a in m.archs for n in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)}
+    close = difflib.get_close_matches(wanted, list(names), n=1, cutoff=0.75)
+    return f" (did you mean {names[close[0]]!r}?)" if close else ""
 
 
 def _matches(wanted: str, known: str) -> bool:
