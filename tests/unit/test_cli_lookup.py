@@ -1,0 +1,345 @@
+"""The lookup / explain / matrix commands, run in-process: exit codes, exact output, JSON contracts."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from builder.cli.main import main
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+Cli = Callable[..., Run]
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    monkeypatch.delenv("TORCHYARD_DEBUG", raising=False)
+    monkeypatch.delenv("TORCHYARD_MATRIX", raising=False)
+
+    def run(*args: str) -> Run:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            main(list(args))
+        out, err = capsys.readouterr()
+        code = exc.value.code
+        assert isinstance(code, int)
+        return Run(code, out, err)
+
+    return run
+
+
+# --- lookup --------------------------------------------------------------------------------------------
+
+
+def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
+    # Driver 535 runs CUDA 12.1 (530.30.02) and 11.8 (520.61.05) at full level, CUDA 12.4 (550.54.14)
+    # only through minor-version compatibility; the RTX 4090 (sm_89) runs the sm_86 SASS of each.
+    r = cli(
+        "lookup", "--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--os", "debian12", "--python", "3.11"
+    )
+    assert (r.code, r.err) == (0, "")
+    assert r.out == (
+        "ID                                TORCH        VISION  AUDIO  CUDA  CUDNN     NCCL    PY    OS        DRIVER"
+        "         ARCH\n"
+        "torch2.5.1-cu121-py3.11-debian12  2.5.1+cu121  0.20.1  2.5.1  12.1  9.1.0.70  ?       3.11  debian12  full"
+        "           compatible (sm_86)\n"
+        "torch2.5.1-cu118-py3.11-debian12  2.5.1+cu118  0.20.1  2.5.1  11.8  9.1.0.70  ?       3.11  debian12  full"
+        "           compatible (sm_86)\n"
+        "torch2.5.1-cu124-py3.11-debian12  2.5.1+cu124  0.20.1  2.5.1  12.4  9.1.0.70  2.21.5  3.11  debian12"
+        "  minor-version  compatible (sm_86)\n"
+        "\n"
+        "3 valid; 0 ruled out.\n"
+    )
+
+
+def test_lookup_limit_and_reasons(cli: Cli) -> None:
+    r = cli("lookup", "--driver", "470.57.02", "--torch", "2.5.1", "--os", "debian12", "--limit", "1")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    assert lines[0].startswith("ID ") and "DRIVER" in lines[0] and "ARCH" not in lines[0]
+    assert lines[1].startswith("torch2.5.1-cu118-py3.11-debian12 ")  # the only CUDA 11 build
+    assert "driver 470.57.02: every CUDA 12 build needs >= 525.60.13" in r.out
+    assert "(more: --limit 0)" not in r.out and " more: --limit 0)" in r.out
+
+
+def test_lookup_without_a_match_exits_1_with_grouped_reasons(cli: Cli) -> None:
+    r = cli("lookup", "--driver", "470.57.02", "--cuda", "12", "--os", "debian12", "--torch", "2.5")
+    assert r.code == 1
+    assert r.out == ""
+    assert r.err.splitlines() == [
+        "torchyard: error: no valid combination (20 ruled out)",
+        "  driver 470.57.02: every CUDA 12 build needs >= 525.60.13  (20 combinations)",
+    ]
+
+
+def test_lookup_for_cuda_12_wheels_of_torch_2_15(cli: Cli) -> None:
+    r = cli("lookup", "--torch", "2.15", "--cuda", "12")
+    assert r.code == 1
+    assert "torch 2.15.0 publishes cu130, cu132, cpu: none matches the --cuda/--variant asked" in r.err
+
+
+def test_lookup_json_contract(cli: Cli) -> None:
+    r = cli("lookup", "--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--variant", "cu124", "--json")
+    assert r.code == 0
+    rows = r.json()
+    assert isinstance(rows, list) and rows
+    first = rows[0]
+    assert {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "variant",
+        "cuda",
+        "cudnn",
+        "nccl",
+        "python",
+        "os",
+        "arch_support",
+        "driver_mode",
+        "id",
+    } <= set(first)
+    assert first["id"] == "torch2.5.1-cu124-py3.11-debian12"
+    assert {k: first[k] for k in ("torch", "torchvision", "torchaudio", "variant", "cuda", "cudnn", "nccl")} == {
+        "torch": "2.5.1",
+        "torchvision": "0.20.1",
+        "torchaudio": "2.5.1",
+        "variant": "cu124",
+        "cuda": "12.4",
+        "cudnn": "9.1.0.70",
+        "nccl": "2.21.5",
+    }
+    assert (first["python"], first["os"]) == ("3.11", "debian12")
+    assert (first["arch_support"], first["driver_mode"]) == ("compatible", "minor-version")
+    assert all(row["variant"] == "cu124" for row in rows)
+
+
+def test_lookup_json_without_arch_has_no_arch_support(cli: Cli) -> None:
+    rows = cli("lookup", "--torch", "2.15.0", "--json", "--limit", "0").json()
+    assert rows and all("arch_support" not in row for row in rows)
+    assert all(row["driver_mode"] is None for row in rows)  # no --driver given
+    # 2.15.0+cu130 has no recorded cuDNN, and an unknown fact fails its rule rather than pass.
+    assert {row["variant"] for row in rows} == {"cu132", "cpu"}
+    assert rows[0]["variant"] == "cu132"  # the PyPI default first when no driver is given
+
+
+def test_lookup_json_cpu_variant_only_when_asked(cli: Cli) -> None:
+    rows = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--json", "--limit", "0").json()
+    assert "cpu" not in {row["variant"] for row in rows}
+    cpu = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--variant", "cpu", "--json").json()
+    assert {(row["variant"], row["cuda"], row["driver_mode"]) for row in cpu} == {("cpu", None, None)}
+
+
+def test_lookup_forward_compat_on_a_data_center_gpu(cli: Cli) -> None:
+    argv = ("lookup", "--driver", "570", "--gpu", "H100", "--variant", "cu130", "--os", "ubuntu24.04", "--json")
+    assert cli(*argv).code == 1
+    rows = cli(*argv, "--forward-compat").json()
+    assert {row["driver_mode"] for row in rows} == {"forward-compat"}
+    assert rows[0]["torch"] == "2.14.1"  # 2.15.0+cu130 has no recorded cuDNN: not claimed
+
+
+# --- explain -------------------------------------------------------------------------------------------
+
+
+def test_explain_valid_combination(cli: Cli) -> None:
+    r = cli("explain", "--driver", "550.54.15", "--gpu", "RTX 4090", "--torch", "2.5.1", "--os", "ubuntu22.04")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    assert lines[0] == "torch2.5.1-cu124-py3.10-ubuntu22.04: VALID"
+    assert "  pinned variant: cu124 (the PyPI default of torch 2.5.1)" in lines
+    assert "  pinned Python: 3.10 (ubuntu22.04's own)" in lines
+    assert sum(line.startswith("  PASS  ") for line in lines) == 10
+
+
+def test_explain_invalid_combination_exits_1_with_sources(cli: Cli) -> None:
+    r = cli("explain", "--driver", "570", "--gpu", "RTX 4090", "--torch", "2.11.0", "--variant", "cu130")
+    assert r.code == 1
+    assert r.err == ""
+    assert (
+        "  FAIL  driver-cuda      driver 570 (any 570.x, read as the newest): every CUDA 13 build needs >= 580.65.06"
+        in r.out.splitlines()
+    )
+    assert "source: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html" in r.out
+
+
+def test_explain_json_contract(cli: Cli) -> None:
+    r = cli("explain", "--gpu", "V100", "--torch", "2.11.0", "--variant", "cu128", "--json")
+    assert r.code == 1
+    data = r.json()
+    assert data["valid"] is False
+    assert all({"rule", "ok", "reason"} <= set(check) for check in data["checks"])
+    failed = {c["rule"] for c in data["checks"] if not c["ok"]}
+    assert failed == {"arch-torch", "cudnn-arch"}  # no sm_70 SASS; cuDNN 9.17 starts at sm_75
+
+
+def test_explain_json_for_an_unpublished_variant(cli: Cli) -> None:
+    data = cli("explain", "--torch", "2.15", "--cuda", "12", "--json").json()
+    assert data["valid"] is False
+    assert [(c["rule"], c["ok"]) for c in data["checks"]] == [("variant-published", False)]
+
+
+# --- matrix show / list / check ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "version", "min_driver", "mvc"),
+    [
+        ("12.4", "12.4.1", "550.54.15", "525.60.13"),
+        ("12.4.0", "12.4.0", "550.54.14", "525.60.13"),
+        ("13.0.0", "13.0.0", "580.65.06", "580.65.06"),
+        ("11.8", "11.8.0", "520.61.05", "450.80.02"),
+        ("10.2", "10.2.89", "440.33", None),
+    ],
+)
+def test_show_cuda_json(cli: Cli, name: str, version: str, min_driver: str, mvc: str | None) -> None:
+    data = cli("matrix", "show", "cuda", name, "--json").json()
+    assert (data["version"], data["min_driver"], data["mvc_min_driver"]) == (version, min_driver, mvc)
+
+
+@pytest.mark.parametrize(
+    ("name", "canonical", "cc", "min_cuda", "removed_in"),
+    [
+        ("sm_70", "sm_70", "7.0", None, "13.0"),
+        ("8.9", "sm_89", "8.9", "11.8", None),
+        ("120", "sm_120", "12.0", "12.8", None),
+        ("sm_37", "sm_37", "3.7", None, "12.0"),
+        ("sm_90a", "sm_90a", "9.0a", "12.0", None),
+    ],
+)
+def test_show_arch_json(cli: Cli, name: str, canonical: str, cc: str, min_cuda: str | None, removed_in: str) -> None:
+    data = cli("matrix", "show", "arch", name, "--json").json()
+    assert (data["name"], data["compute_capability"], data["min_cuda"], data["removed_in"]) == (
+        canonical,
+        cc,
+        min_cuda,
+        removed_in,
+    )
+
+
+def test_show_torch_json(cli: Cli) -> None:
+    data = cli("matrix", "show", "torch", "2.15.0", "--json").json()
+    assert [v["name"] for v in data["variants"]] == ["cu130", "cu132", "cpu"]
+    assert data["pypi_default"] == "cu132"
+    assert data["python"] == ["3.11", "3.12", "3.13", "3.14", "3.15"]
+    assert (data["torchvision"], data["torchaudio"]) == ("0.29.2", "2.11.1")
+
+
+def test_show_text(cli: Cli) -> None:
+    r = cli("matrix", "show", "os", "ubuntu22.04")
+    assert r.code == 0
+    assert "system_python: 3.10\n" in r.out and "glibc: 2.35\n" in r.out
+    cudnn = cli("matrix", "show", "cudnn", "9.1.0.70", "--json").json()
+    assert cudnn["label"] == "9.0-9.5" and cudnn["min_driver"] == {"cuda11": "450.80.02", "cuda12": "525.60.13"}
+
+
+def test_show_unknown_entry(cli: Cli) -> None:
+    r = cli("matrix", "show", "torch", "2.15")
+    assert (r.code, r.out) == (2, "")
+    assert r.err.startswith("torchyard: error: matrix show torch: '2.15' is not in the matrix (did you mean '2.15.0'?)")
+    assert r.err.count("\n") == 1
+
+
+def test_matrix_list_grid(cli: Cli) -> None:
+    r = cli("matrix", "list")
+    assert r.code == 0
+    lines = r.out.splitlines()
+    header = lines[0].split()
+    assert header[0] == "TORCH" and header[-1] == "PYTHON" and header[-2] == "cpu"
+    rows = {line.split()[0]: dict(zip(header, line.split(), strict=True)) for line in lines[1:]}
+    assert next(iter(rows)) == "2.15.0"  # newest first
+    marks = {k: v for k, v in rows["2.15.0"].items() if k.startswith("cu") or k == "cpu"}
+    assert {k for k, v in marks.items() if v != "."} == {"cu130", "cu132", "cpu"}
+    assert marks["cu132"] == "*" and marks["cu130"] == "+"
+    assert rows["2.8.0"]["cu128"] == "*" and rows["2.8.0"]["cu129"] == "+" and rows["2.8.0"]["cu118"] == "."
+    assert rows["2.9.0"]["PYTHON"] == "3.10-3.14"
+
+
+def test_matrix_check_of_the_packaged_matrix(cli: Cli) -> None:
+    r = cli("matrix", "check")
+    assert r.code == 0
+    assert r.out.endswith(
+        "matrix.toml: ok (63 CUDA releases, 27 architectures, 30 torch releases / 107 variants, "
+        "4 OS bases, 43 sources)\n"
+    )
+
+
+# --- bad flags: exit 2, one line, a suggestion where one exists ---------------------------------------------
+
+BAD_FLAGS = [
+    (
+        ["--arch", "sm_999"],
+        "--arch: 'sm_999' is not a GPU architecture in the matrix (did you mean 'sm_90'?) (known: sm_35, sm_37, sm_50,"
+        " sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101,"
+        " sm_103, sm_110, sm_120, sm_121)",
+    ),
+    (["--arch", "ampere"], "--arch: 'ampere' is not a GPU architecture (examples: sm_89, 8.9, sm_90a)"),
+    (["--driver", "abc"], "--driver: 'abc' is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)"),
+    (["--driver", "5.35"], "--driver: '5.35' is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)"),
+    (["--torch", ">>2"], "--torch: '>>2' is not a version or version range (examples: 2.5, 2.5.1, '>=2.4,<2.7')"),
+    (["--python", "3.x"], "--python: '3.x' is not a version or version range (examples: 3.11, '>=3.10,<3.13')"),
+    (["--cuda", "cu12x"], "--cuda: 'cu12x' is not a version or version range (examples: 12, 12.4, cu124, '>=12.4')"),
+    (
+        ["--gpu", "RTX 9999"],
+        "--gpu: 'RTX 9999' is not a GPU the matrix knows; give its architecture instead (--arch sm_89)",
+    ),
+    (
+        ["--gpu", "RTX 4900"],
+        "--gpu: 'RTX 4900' is not a GPU the matrix knows (did you mean 'GeForce RTX 4090'?);"
+        " give its architecture instead (--arch sm_89)",
+    ),
+    (
+        ["--os", "debian13"],
+        "--os: 'debian13' is not an OS base in the matrix (did you mean 'debian12'?)"
+        " (known: debian12, ubuntu20.04, ubuntu22.04, ubuntu24.04)",
+    ),
+    (
+        ["--variant", "cu999"],
+        "--variant: 'cu999' is not a wheel variant in the matrix (did you mean 'cu129'?)"
+        " (known: cpu, cu116, cu117, cu118, cu121, cu124, cu126, cu128, cu129, cu130, cu132)",
+    ),
+    (["--arch", "sm_89", "--gpu", "H100"], "--arch sm_89 contradicts --gpu 'H100', which is sm_90"),
+]
+
+
+@pytest.mark.parametrize("command", ["lookup", "explain"])
+@pytest.mark.parametrize(("flags", "message"), BAD_FLAGS, ids=[" ".join(f) for f, _ in BAD_FLAGS])
+def test_bad_flag(cli: Cli, command: str, flags: list[str], message: str) -> None:
+    r = cli(command, *flags)
+    assert r.code == 2
+    assert r.out == ""
+    assert r.err == f"torchyard: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["lookup", "--limit", "-1"], "--limit: -1 is negative (0 shows every row)"),
+        (["lookup", "--limit", "abc"], "torchyard lookup: Invalid value for '--limit': 'abc' is not a valid integer."),
+        (
+            ["lookup", "--gpus", "x"],
+            "torchyard lookup: No such option '--gpus'. (Did you mean one of: '--gpu', '--os'?)",
+        ),
+        (
+            ["explain", "--torch", "9.9"],
+            "--torch: no torch release in the matrix matches ==9.9.* (known: 1.13.0 ... 2.15.0)",
+        ),
+    ],
+)
+def test_other_bad_arguments(cli: Cli, argv: list[str], message: str) -> None:
+    r = cli(*argv)
+    assert (r.code, r.out) == (2, "")
+    assert r.err == f"torchyard: error: {message}\n"
+    assert "Traceback" not in r.err
