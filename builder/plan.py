@@ -45,6 +45,7 @@ class Plan:
     combination: Combination
     strategy: Strategy
     archs: tuple[Arch, ...]
+    custom_archs: tuple[Arch, ...]  # the --arch list when given (it is part of the tags), else ()
     base_images: tuple[str, ...]
     dockerfile: str
     context_files: tuple[tuple[str, bytes], ...]
@@ -102,6 +103,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
         combination=c,
         strategy=options.strategy,
         archs=archs,
+        custom_archs=archs if options.archs else (),
         base_images=images,
         dockerfile=dockerfile,
         context_files=files,

@@ -35,7 +35,7 @@ def _stack(c: Combination) -> str:
     return f"cuda{minor_str(v.cuda)}{cudnn}"
 
 
-def _suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> str:
+def suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> str:
     parts = [flavor.value]
     if strategy is not Strategy.WHEELS:
         parts.append(strategy.value)
@@ -51,13 +51,13 @@ def default_os_python(m: Matrix) -> tuple[str, str]:
 
 
 def image_tags(m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> ImageTags:
-    suffix = _suffix(flavor, strategy, archs)
-    immutable = f"{c.torch.version}-{_stack(c)}-py{c.python}-{c.os.name}-{suffix}"
+    suffix_ = suffix(flavor, strategy, archs)
+    immutable = f"{c.torch.version}-{_stack(c)}-py{c.python}-{c.os.name}-{suffix_}"
     platform = "" if (c.os.name, c.python) == default_os_python(m) else f"-py{c.python}-{c.os.name}"
     cuda = f"cuda{minor_str(c.variant.cuda)}" if c.variant.cuda else "cpu"
     minor = f"{c.torch.version.major}.{c.torch.version.minor}"
-    aliases = [f"{minor}-{cuda}{platform}-{suffix}"]
+    aliases = [f"{minor}-{cuda}{platform}-{suffix_}"]
     newest = max(t.version for t in m.torch)
     if not platform and c.torch.version == newest and c.is_pypi_default:
-        aliases.append(f"latest-{suffix}")
+        aliases.append(f"latest-{suffix_}")
     return ImageTags(immutable, tuple(aliases))

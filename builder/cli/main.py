@@ -22,6 +22,8 @@ _COMMANDS = {
     "explain": "builder.cli.lookup_cmd:explain_cmd",
     "matrix": "builder.cli.matrix_cmd:matrix_group",
     "render": "builder.cli.render_cmd:render_cmd",
+    "build": "builder.cli.build_cmd:build_cmd",
+    "smoke": "builder.cli.smoke_cmd:smoke_cmd",
 }
 
 

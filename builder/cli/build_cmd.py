@@ -1,0 +1,132 @@
+"""`torchyard build`: render, build the targets, verify, run the smoke suite, tag, optionally push."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from builder.cli.image_options import image_options, render_options_of
+from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
+from builder.engine import DockerEngine, RegistryAuth
+from builder.errors import UsageError
+from builder.pipeline import BuildSettings, Outcome, build
+from builder.plan import Plan, build_argv, make_plan, plan_json, tag_refs
+from builder.render.options import Flavor
+from builder.resolve.choose import choose
+
+DEFAULT_REPO = "torchyard"
+ENV_REGISTRY_USER = "TORCHYARD_REGISTRY_USER"
+ENV_REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"
+
+
+@click.command("build")
+@combination_options_multi_arch
+@image_options
+@click.option("--target", default="runtime", show_default=True, type=click.Choice(["runtime", "devel", "all"]))
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository.")
+@click.option("--push", is_flag=True, help="Push the tags after the smoke suite passed.")
+@click.option(
+    "--registry-user",
+    envvar=ENV_REGISTRY_USER,
+    metavar="USER",
+    help=f"Registry user (env {ENV_REGISTRY_USER}); the password comes from ${ENV_REGISTRY_PASSWORD}"
+    " or --registry-password-stdin.",
+)
+@click.option("--registry-password-stdin", is_flag=True, help="Read the registry password from stdin.")
+@click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks on these GPUs.")
+@click.option("-o", "--output", "output", metavar="DIR", help="Build context and logs (default: build/torchyard/<id>).")
+@click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
+@click.option("--verbose", is_flag=True, help="Stream the whole build output.")
+@click.pass_context
+def build_cmd(
+    ctx: click.Context,
+    /,
+    target: str,
+    repo: str,
+    push: bool,
+    registry_user: str | None,
+    registry_password_stdin: bool,
+    gpus: str | None,
+    output: str | None,
+    dry_run: bool,
+    verbose: bool,
+    **kwargs: Any,
+) -> None:
+    """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
+    m = matrix_of(ctx)
+    archs: tuple[str, ...] = kwargs.pop("archs")
+    kwargs["arch"] = archs[0] if archs else None
+    options = render_options_of(m, archs, kwargs)
+    choice = choose(m, query_of(m, kwargs), options.archs[1:])
+    plan = make_plan(m, choice.result.combo, options)
+    flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
+    flavors = tuple(f for f in flavors if target != "all" or f not in dict(plan.unavailable)) or flavors
+    for flavor in flavors:
+        plan.target(flavor)
+    _check_gpus(gpus)
+    out_dir = Path(output or f"build/torchyard/{plan.id}")
+    click.echo(choice.describe())
+    if dry_run:
+        _dry_run(plan, flavors, repo, out_dir, push)
+        return
+    settings = BuildSettings(
+        repo=repo,
+        flavors=flavors,
+        out_dir=out_dir,
+        push=push,
+        gpus=gpus,
+        verbose=verbose,
+        auth=_auth(registry_user, registry_password_stdin),
+    )
+    outcomes = build(DockerEngine(), plan, settings, click.echo)
+    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
+    _summary(outcomes)
+
+
+def _check_gpus(gpus: str | None) -> None:
+    if gpus is not None and gpus not in ("all", "none") and not gpus.isdigit():
+        raise UsageError(f"--gpus: {gpus!r} is not all, none or a number of GPUs")
+
+
+def _auth(user: str | None, from_stdin: bool) -> RegistryAuth | None:
+    password = sys.stdin.readline().rstrip("\n") if from_stdin else os.environ.get(ENV_REGISTRY_PASSWORD)
+    if user and not password:
+        raise UsageError(
+            f"--registry-user {user}: no password (set ${ENV_REGISTRY_PASSWORD} or use --registry-password-stdin)"
+        )
+    if password and not user:
+        raise UsageError("a registry password without --registry-user")
+    return RegistryAuth(user, password) if user and password else None
+
+
+def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, push: bool) -> None:
+    click.echo(f"Dockerfile: {out_dir / 'Dockerfile'} (sha256 {plan.dockerfile_sha256[:16]}...)")
+    click.echo(f"content hash: {plan.content_hash}")
+    for origin in plan.network_origins:
+        click.echo(f"network: {origin}")
+    for secret in plan.secrets:
+        click.echo(f"secret {secret.id}: {secret.description} (from {secret.source})")
+    for flavor in flavors:
+        target = plan.target(flavor)
+        placeholders = {s.id: "<generated 0600 file>" for s in plan.secrets if s.source == "generated"}
+        click.echo(f"\n[{flavor.value}]")
+        click.echo("  " + shlex.join(build_argv(plan, flavor, out_dir, repo, placeholders, tags=False)))
+        click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
+        for ref in tag_refs(repo, target):
+            click.echo(f"    {ref}")
+        if push:
+            click.echo("  then push (immutable tag first, then aliases), skipped where the registry has this hash")
+
+
+def _summary(outcomes: list[Outcome]) -> None:
+    click.echo("")
+    for o in outcomes:
+        detail = f"{o.seconds:.0f}s" if o.status == "built" else ""
+        pushed = f", pushed {len(o.pushed)} tag(s)" if o.pushed else ""
+        click.echo(f"{o.flavor.value:8} {o.status:11} {o.ref} {detail}{pushed}")

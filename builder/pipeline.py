@@ -1,0 +1,173 @@
+"""build -> verify -> smoke -> tag -> push, for one combination's plan. The only caller of the engine
+for builds; a tag is applied only to an image that passed every check, and pushed only after that."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from builder.engine import Engine, RegistryAuth
+from builder.errors import BuildError
+from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs, write_context
+from builder.registry import Registry
+from builder.render.context import cuda_home
+from builder.render.options import Flavor
+from builder.suite import SmokeOptions, SmokeReport, run_smoke
+from builder.verify import check_extension_code, check_labels, check_tag
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildSettings:
+    repo: str
+    flavors: tuple[Flavor, ...]
+    out_dir: Path
+    push: bool = False
+    auth: RegistryAuth | None = None
+    gpus: str | None = None  # also run the GPU checks, on these GPUs
+    verbose: bool = False
+
+
+@dataclass
+class Outcome:
+    flavor: Flavor
+    ref: str
+    status: str = "pending"  # built | up-to-date | failed
+    image_id: str = ""
+    digest: str = ""
+    pushed: list[str] = field(default_factory=list)
+    smoke: SmokeReport | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def build(
+    engine: Engine, plan: Plan, settings: BuildSettings, log: Log, registry: Registry | None = None
+) -> list[Outcome]:
+    targets = [plan.target(flavor) for flavor in settings.flavors]
+    write_context(plan, settings.out_dir)
+    engine.info()  # says exactly what is missing before the first build
+    registry = registry or Registry(settings.auth)
+    outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]
+    todo = []
+    for target, outcome in zip(targets, outcomes, strict=True):
+        if _up_to_date(engine, registry, plan, target, settings, outcome, log):
+            outcome.status = "up-to-date"
+        else:
+            todo.append((target, outcome))
+    for target, outcome in todo:
+        _build_and_verify(engine, plan, target, settings, outcome, log)
+    for target, outcome in todo:  # every requested image passed: only now are tags applied
+        for ref in tag_refs(settings.repo, target):
+            engine.tag(outcome.image_id, ref)
+        outcome.status = "built"
+        log(f"[{target.flavor.value}] tagged {', '.join(tag_refs(settings.repo, target))}")
+    if settings.push:
+        for target, outcome in zip(targets, outcomes, strict=True):
+            _push(engine, registry, plan, target, settings, outcome, log)
+    return outcomes
+
+
+def _up_to_date(
+    engine: Engine,
+    registry: Registry,
+    plan: Plan,
+    target: TargetPlan,
+    settings: BuildSettings,
+    outcome: Outcome,
+    log: Log,
+) -> bool:
+    """Same content hash already under the immutable tag: in the registry (with --push) or locally."""
+    if settings.push:
+        labels = registry.labels(outcome.ref)
+        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+            log(f"[{target.flavor.value}] {outcome.ref} is up to date in the registry: no build, no push")
+            return True
+        return False
+    local = engine.inspect(outcome.ref)
+    if local is not None and local.labels.get(CONTENT_LABEL) == plan.content_hash:
+        outcome.image_id = local.id
+        log(f"[{target.flavor.value}] {outcome.ref} is up to date locally: no build")
+        return True
+    return False
+
+
+def _build_and_verify(
+    engine: Engine, plan: Plan, target: TargetPlan, settings: BuildSettings, outcome: Outcome, log: Log
+) -> None:
+    name = target.flavor.value
+    start = time.monotonic()
+    log_path = settings.out_dir / f"build-{name}.log"
+    with log_path.open("w") as build_log:
+
+        def on_line(line: str) -> None:
+            build_log.write(line + "\n")
+            if settings.verbose or (line.startswith("#") and " [" in line and "] " in line and "DONE" not in line):
+                log(f"[{name}] {line}")
+
+        argv = build_argv(plan, target.flavor, settings.out_dir, settings.repo, {}, tags=False)
+        log(f"[{name}] building (log: {log_path})")
+        outcome.image_id = engine.build(argv, on_line)
+    outcome.seconds = time.monotonic() - start
+    image = engine.inspect(outcome.image_id)
+    if image is None:
+        raise BuildError(f"[{name}] the engine lost the image it just built ({outcome.image_id})")
+    check_labels(plan, target, image)
+    outcome.smoke = _smoke(engine, plan, target, settings, outcome, log)
+    check_tag(plan, target, outcome.smoke.observed)
+    if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.get("extensions"):
+        home = cuda_home(plan.combination, plan.strategy) or "/usr/local/cuda"
+        outcome.notes.append(
+            check_extension_code(engine, outcome.image_id, tuple(target.manifest["extensions"]), plan.archs, home)
+        )
+        log(f"[{name}] extension code: {outcome.notes[-1]}")
+
+
+def _smoke(
+    engine: Engine, plan: Plan, target: TargetPlan, settings: BuildSettings, outcome: Outcome, log: Log
+) -> SmokeReport:
+    name = target.flavor.value
+    log(f"[{name}] smoke suite ({'GPU checks on ' + settings.gpus if settings.gpus else 'no-GPU checks'})")
+    arch = plan.custom_archs[0].name if plan.custom_archs else None
+    report = run_smoke(
+        engine,
+        outcome.image_id,
+        SmokeOptions(arch=arch, gpus=settings.gpus, require_gpu=bool(settings.gpus)),
+        in_image=True,
+    )
+    (settings.out_dir / f"smoke-{name}.json").write_text(__import__("json").dumps(report.data, indent=2))
+    if settings.gpus is None:
+        skipped = [c["name"] for c in report.checks if c["name"].startswith("gpu.") and c["status"] == "skipped"]
+        log(f"[{name}] GPU checks skipped (no --gpus): {len(skipped)}")
+    if not report.ok:
+        raise BuildError(f"[{name}] smoke suite failed, nothing tagged: {'; '.join(report.failures())}")
+    counts = report.data.get("summary", {})
+    log(f"[{name}] smoke: {counts.get('passed', 0)} passed, {counts.get('skipped', 0)} skipped")
+    return report
+
+
+def _push(
+    engine: Engine,
+    registry: Registry,
+    plan: Plan,
+    target: TargetPlan,
+    settings: BuildSettings,
+    outcome: Outcome,
+    log: Log,
+) -> None:
+    """The immutable tag first, then the aliases; refs already holding this content are left alone."""
+    name = target.flavor.value
+    for ref in tag_refs(settings.repo, target):
+        labels = registry.labels(ref)
+        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+            continue
+        if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
+            outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
+            engine.tag(outcome.image_id, ref)
+        digest = engine.push(ref, settings.auth, lambda line: None)
+        outcome.pushed.append(ref)
+        outcome.digest = outcome.digest or digest
+        log(f"[{name}] pushed {ref} ({digest})")

@@ -1,0 +1,61 @@
+"""Command line of the smoke suite (argparse: it runs where only the standard library and torch are)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from . import report
+from .expect import load
+from .framework import FAIL, Context
+from .runner import load_checks, run_all, worker
+
+DEFAULT_MANIFEST = "/etc/torchyard/manifest.json"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="smoke", description="torchyard smoke suite: does this image work on this GPU?")
+    p.add_argument("--expect", metavar="MANIFEST", help=f"expected versions (default: {DEFAULT_MANIFEST} if present)")
+    p.add_argument("--arch", help="target GPU architecture, e.g. sm_89 (default: what the image was built for)")
+    p.add_argument("--require-gpu", action="store_true", help="fail, rather than skip, the GPU checks without a GPU")
+    p.add_argument("--json", metavar="FILE", help="write results as JSON")
+    p.add_argument("--junit", metavar="FILE", help="write results as JUnit XML")
+    p.add_argument("--only", metavar="PREFIX", action="append", default=[], help="run checks starting with PREFIX")
+    p.add_argument("--no-gpu-checks", action="store_true", help="leave the GPU checks out entirely")
+    p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every check's timeout")
+    for key in ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os"):
+        p.add_argument(f"--expect-{key}", metavar="VERSION", help=f"expected {key} (overrides the manifest)")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--worker"]:
+        protocol = os.fdopen(os.dup(1), "w")
+        os.dup2(2, 1)  # stray prints from checks go to stderr, never into the protocol
+        worker(json.loads(argv[1]), protocol)
+        return 0
+    args = parser().parse_args(argv)
+    manifest = args.expect or (DEFAULT_MANIFEST if os.path.exists(DEFAULT_MANIFEST) else None)
+    overrides = {
+        key: getattr(args, f"expect_{key}")
+        for key in ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
+    }
+    ctx = Context(expect=load(manifest, overrides), arch=args.arch, require_gpu=args.require_gpu)
+    checks = [c for c in load_checks() if not (args.no_gpu_checks and c.gpu)]
+    if args.only:
+        checks = [c for c in checks if c.name.startswith(tuple(args.only))]
+    start = time.perf_counter()
+    results = run_all(checks, ctx, args.timeout_scale)
+    seconds = time.perf_counter() - start
+    print(report.table(results))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(report.as_json(results, ctx, seconds), handle, indent=2)
+    if args.junit:
+        with open(args.junit, "w", encoding="utf-8") as handle:
+            handle.write(report.as_junit(results, seconds))
+    sys.stdout.flush()
+    return 1 if any(r.status == FAIL for r in results) else 0

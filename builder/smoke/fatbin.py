@@ -1,0 +1,68 @@
+"""Which GPU architectures a shared library carries code for, read from its .nv_fatbin section.
+
+No GPU and no CUDA tools needed: the fat binary container (magic 0xBA55ED50) lists entries of kind
+PTX (1) or ELF/SASS (2), each with its target architecture (89 -> sm_89), before the (possibly
+compressed) payload. Layout as reverse-engineered from cuobjdump (e.g. the fatbinary Rust crate);
+tests compare it with torch.cuda.get_arch_list() and with cuobjdump itself.
+"""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass, field
+
+_MAGIC = struct.pack("<I", 0xBA55ED50)
+_HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
+_ENTRY = struct.Struct("<HHIQIIHHI")  # kind, -, header size, payload size, compressed, -, minor, major, arch
+_KIND_PTX, _KIND_ELF = 1, 2
+
+
+@dataclass
+class CodeList:
+    sass: set[int] = field(default_factory=set)  # 89 for sm_89
+    ptx: set[int] = field(default_factory=set)
+
+    def names(self) -> tuple[list[str], list[str]]:
+        return [f"sm_{a}" for a in sorted(self.sass)], [f"compute_{a}" for a in sorted(self.ptx)]
+
+
+def _fatbin_range(mem: mmap.mmap) -> tuple[int, int]:
+    """Offset and end of the .nv_fatbin section of an ELF64 file (the whole file if not found)."""
+    if mem[:4] != b"\x7fELF" or mem[4] != 2:
+        return 0, len(mem)
+    (shoff,) = struct.unpack_from("<Q", mem, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", mem, 0x3A)
+    (strtab_off,) = struct.unpack_from("<Q", mem, shoff + shstrndx * shentsize + 0x18)
+    for index in range(shnum):
+        base = shoff + index * shentsize
+        (name_off,) = struct.unpack_from("<I", mem, base)
+        end = mem.find(b"\0", strtab_off + name_off)
+        if mem[strtab_off + name_off : end] == b".nv_fatbin":
+            offset, size = struct.unpack_from("<QQ", mem, base + 0x18)
+            return offset, offset + size
+    return 0, 0
+
+
+def code_list(path: str) -> CodeList:
+    found = CodeList()
+    with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mem:
+        start, end = _fatbin_range(mem)
+        pos = mem.find(_MAGIC, start, end)
+        while pos != -1:
+            _, version, header_size, total = _HEADER.unpack_from(mem, pos)
+            if version != 1 or header_size != _HEADER.size or pos + header_size + total > end:
+                pos = mem.find(_MAGIC, pos + 4, end)
+                continue
+            _read_entries(mem, pos + header_size, pos + header_size + total, found)
+            pos = mem.find(_MAGIC, pos + header_size + total, end)
+    return found
+
+
+def _read_entries(mem: mmap.mmap, entry: int, stop: int, found: CodeList) -> None:
+    while entry + _ENTRY.size <= stop:
+        kind, _, header_size, payload, _, _, _, _, arch = _ENTRY.unpack_from(mem, entry)
+        if header_size < _ENTRY.size or kind not in (_KIND_PTX, _KIND_ELF):
+            return
+        (found.ptx if kind == _KIND_PTX else found.sass).add(arch)
+        entry += header_size + payload

@@ -1,0 +1,126 @@
+"""Run checks in a worker process, each with its own timeout; a hang or crash fails that check only.
+
+The worker runs the checks one after another and reports over a pipe. If a check outlives its
+timeout, the worker is killed, the check is recorded as failed with its name, and a fresh worker
+carries on with the remaining checks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from typing import IO, Any
+
+from .expect import Expectations
+from .framework import FAIL, PASS, REGISTRY, SKIP, Check, Context, Failed, Result, Skipped
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_checks() -> list[Check]:
+    from . import checks_cpu, checks_gpu  # noqa: F401  (registration)
+
+    return list(REGISTRY)
+
+
+def run_one(item: Check, ctx: Context) -> Result:
+    start = time.perf_counter()
+    try:
+        message, status = item.func(ctx), PASS
+    except Skipped as exc:
+        message, status = str(exc), SKIP
+    except Failed as exc:
+        message, status = str(exc), FAIL
+    except Exception as exc:  # a check that breaks is a failure with its own message
+        message, status = f"{type(exc).__name__}: {exc}".strip(), FAIL
+        traceback.print_exc(file=sys.stderr)
+    return Result(item.name, status, message, time.perf_counter() - start)
+
+
+def worker(config: dict[str, Any], protocol: IO[str]) -> None:
+    """Inside the worker: run the named checks, one JSON line per event."""
+    ctx = Context(expect=Expectations(**config["expect"]), arch=config["arch"], require_gpu=config["require_gpu"])
+    by_name = {c.name: c for c in load_checks()}
+    for name in config["names"]:
+        protocol.write(json.dumps({"event": "start", "name": name}) + "\n")
+        protocol.flush()
+        result = run_one(by_name[name], ctx)
+        protocol.write(json.dumps({"event": "result", "result": asdict(result), "observed": ctx.observed}) + "\n")
+        protocol.flush()
+
+
+def run_all(checks: list[Check], ctx: Context, scale: float = 1.0) -> list[Result]:
+    """In the parent: drive workers until every check has a result."""
+    pending = [c.name for c in checks]
+    timeouts = {c.name: c.timeout * scale for c in checks}
+    results: list[Result] = []
+    while pending:
+        done = _drive_worker(pending, timeouts, ctx)
+        results += done
+        finished = {r.name for r in done}
+        pending = [name for name in pending if name not in finished]
+    return results
+
+
+def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) -> list[Result]:
+    config = {"expect": asdict(ctx.expect), "arch": ctx.arch, "require_gpu": ctx.require_gpu, "names": names}
+    proc = subprocess.Popen(
+        [sys.executable, _PACKAGE_DIR, "--worker", json.dumps(config)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    results: list[Result] = []
+    current, deadline, started = None, 0.0, 0.0
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    try:
+        while True:
+            wait = max(0.0, deadline - time.monotonic()) if current else None
+            if not selector.select(timeout=wait):
+                _kill(proc)
+                results.append(
+                    Result(
+                        current or "?",
+                        FAIL,
+                        f"timed out after {timeouts[current or '']:.0f} s (hung; the worker was killed)",
+                        time.monotonic() - started,
+                    )
+                )
+                return results
+            line = proc.stdout.readline()
+            if not line:
+                break
+            event = json.loads(line)
+            if event["event"] == "start":
+                current, started = event["name"], time.monotonic()
+                deadline = started + timeouts[event["name"]]
+            else:
+                results.append(Result(**event["result"]))
+                ctx.observed.update(event["observed"])
+                current = None
+    finally:
+        selector.close()
+    code = proc.wait()
+    if current is not None:
+        results.append(
+            Result(
+                current, FAIL, f"the check crashed the Python process (exit code {code})", time.monotonic() - started
+            )
+        )
+    return results
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()

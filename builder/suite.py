@@ -1,0 +1,87 @@
+"""Run the smoke suite (builder/smoke) inside an image and read back its JSON report."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder.engine import Engine, Mount
+from builder.errors import BuildError
+
+HOST_SMOKE = Path(__file__).resolve().parent / "smoke"
+IN_IMAGE_SMOKE = "/opt/torchyard/smoke"
+MOUNTED_SMOKE = "/opt/torchyard-host/smoke"
+OUT = "/torchyard-out"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeOptions:
+    arch: str | None = None
+    gpus: str | None = None  # None / "none": GPU checks are skipped (reported, never passed)
+    require_gpu: bool = False
+    expect: dict[str, str] = field(default_factory=dict)  # --expect-<key> overrides
+    expect_file: Path | None = None
+    use_host_copy: bool = False
+    timeout: float = 1800
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    exit_code: int
+    data: dict[str, Any]
+    junit: str
+    output: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    @property
+    def checks(self) -> list[dict[str, Any]]:
+        return list(self.data.get("checks", []))
+
+    @property
+    def observed(self) -> dict[str, Any]:
+        return dict(self.data.get("observed", {}))
+
+    def failures(self) -> list[str]:
+        return [f"{c['name']}: {c['message']}" for c in self.checks if c["status"] == "failed"]
+
+
+def run_smoke(engine: Engine, image: str, options: SmokeOptions, *, in_image: bool) -> SmokeReport:
+    """in_image: the image carries torchyard's suite at /opt/torchyard/smoke (else the host copy is mounted)."""
+    with tempfile.TemporaryDirectory(prefix="torchyard-smoke-") as tmp:
+        os.chmod(tmp, 0o777)  # the suite may run as the image's non-root user
+        mounts = [Mount(tmp, OUT, read_only=False)]
+        suite = IN_IMAGE_SMOKE
+        if options.use_host_copy or not in_image:
+            mounts.append(Mount(str(HOST_SMOKE), MOUNTED_SMOKE))
+            suite = MOUNTED_SMOKE
+        command = ["python", suite, "--json", f"{OUT}/smoke.json", "--junit", f"{OUT}/junit.xml"]
+        if options.expect_file is not None:
+            mounts.append(Mount(str(options.expect_file.resolve()), "/torchyard-expect.json"))
+            command += ["--expect", "/torchyard-expect.json"]
+        command += _flags(options)
+        result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=options.timeout)
+        if result.exit_code == 127:  # no `python` on PATH: many images only have python3
+            command[0] = "python3"
+            result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=options.timeout)
+        report_path = Path(tmp) / "smoke.json"
+        if result.timed_out or not report_path.exists():
+            reason = "timed out" if result.timed_out else f"exited {result.exit_code} without a report"
+            raise BuildError(f"smoke suite in {image} {reason}: {result.output.strip()[-600:]}")
+        junit = (Path(tmp) / "junit.xml").read_text() if (Path(tmp) / "junit.xml").exists() else ""
+        return SmokeReport(result.exit_code, json.loads(report_path.read_text()), junit, result.output)
+
+
+def _flags(options: SmokeOptions) -> list[str]:
+    flags = ["--arch", options.arch] if options.arch else []
+    if options.require_gpu:
+        flags.append("--require-gpu")
+    for key, value in sorted(options.expect.items()):
+        flags += [f"--expect-{key}", value]
+    return flags
