@@ -137,7 +137,10 @@ def torch_index(c: Combination, options: RenderOptions) -> str | None:
 def user_of(options: RenderOptions) -> dict[str, Any] | None:
     if options.user is None:
         return None
-    return {"name": safety.check("--user", options.user, safety.USER_NAME, "torch"), "uid": USER_UID}
+    name = safety.check("--user", options.user, safety.USER_NAME, "torch")
+    if name == "root":
+        raise RenderError("--user root: images run as root already; --user names a non-root user to create")
+    return {"name": name, "uid": USER_UID}
 
 
 def nvidia_env(f: Facts, c: Combination, bases_: Bases) -> list[tuple[str, str]]:
