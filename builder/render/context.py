@@ -128,8 +128,12 @@ def constraints(c: Combination) -> str:
 
 def torch_index(c: Combination, options: RenderOptions) -> str | None:
     if options.torch_index_url:
-        return safety.check(
-            "--torch-index-url", options.torch_index_url, safety.URL, "https://download.pytorch.org/whl/cu124"
+        # The URL is written into the Dockerfile (pip --index-url): credentials have no place there.
+        return safety.check_url_without_credentials(
+            "--torch-index-url",
+            options.torch_index_url,
+            where="the Dockerfile",
+            example="https://download.pytorch.org/whl/cu124",
         )
     return index_url(c)
 

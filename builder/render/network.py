@@ -11,10 +11,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from builder.errors import RenderError
-from builder.render.safety import URL, check, check_url_without_credentials
+from builder.render.safety import check_apt_mirror, check_url, redact
 
 # Host settings picked up by default, in order of precedence.
 CA_ENV_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
@@ -62,15 +61,6 @@ class Network:
         return {"APT_MIRROR": self.apt_mirror} if self.apt_mirror else {}
 
 
-def redact(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 @dataclass(frozen=True, kw_only=True)
 class NetworkFlags:
     ca_bundle: str | None = None
@@ -95,13 +85,17 @@ def resolve_network(flags: NetworkFlags, env: Mapping[str, str] | None = None) -
         origins,
         "pip index",
     )
+    if index:
+        _check_index(index, "--pip-index-url" if flags.pip_index_url else f"${INDEX_ENV_VAR}")
     extra = flags.pip_extra_index_urls
+    extra_from = "--pip-extra-index-url"
     if not extra and flags.use_host_settings and env.get(EXTRA_INDEX_ENV_VAR):
         extra = tuple(env[EXTRA_INDEX_ENV_VAR].split())
+        extra_from = f"${EXTRA_INDEX_ENV_VAR}"
         origins.append(f"pip extra index from ${EXTRA_INDEX_ENV_VAR}")
-    for url in (*((index,) if index else ()), *extra):
-        check("--pip-index-url", url, URL, "https://user:token@pypi.example.com/simple")
-    mirror = check_url_without_credentials("--apt-mirror", flags.apt_mirror) if flags.apt_mirror else None
+    for url in extra:
+        _check_index(url, extra_from)
+    mirror = check_apt_mirror("--apt-mirror", flags.apt_mirror) if flags.apt_mirror else None
     return Network(
         ca_bundle=_ca_path(ca) if ca else None,
         pip_index_url=index,
@@ -109,6 +103,11 @@ def resolve_network(flags: NetworkFlags, env: Mapping[str, str] | None = None) -
         apt_mirror=mirror,
         origins=tuple(origins),
     )
+
+
+def _check_index(url: str, where: str) -> None:
+    # Named for where the value came from: a flag, or the host variable that was picked up.
+    check_url(where, url, "https://user:token@pypi.example.com/simple")
 
 
 def _pick(

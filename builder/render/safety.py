@@ -20,13 +20,16 @@ URL = re.compile(r"^https?://[A-Za-z0-9._~:/?#@!&*+,;=%\-]+$")
 IMAGE_REF = re.compile(r"^[a-z0-9][a-z0-9._\-/:@]*$")
 
 
-def check(field: str, value: str, pattern: re.Pattern[str], example: str) -> str:
-    """Return `value` if it is safe for `field`; else one RenderError naming the field and the problem."""
+def check(field: str, value: str, pattern: re.Pattern[str], example: str, *, shown: str | None = None) -> str:
+    """Return `value` if it is safe for `field`; else one RenderError naming the field and the problem.
+
+    `shown` is what the message quotes instead of the value (a URL with its credentials redacted)."""
+    quoted = repr(value if shown is None else shown)
     bad = _FORBIDDEN.search(value)
     if bad:
-        raise RenderError(f"{field}: {value!r} contains {_describe(bad.group())}, which is not allowed in a Dockerfile")
+        raise RenderError(f"{field}: {quoted} contains {_describe(bad.group())}, which is not allowed in a Dockerfile")
     if not pattern.match(value):
-        raise RenderError(f"{field}: {value!r} is not a valid value (example: {example})")
+        raise RenderError(f"{field}: {quoted} is not a valid value (example: {example})")
     return value
 
 
@@ -45,11 +48,38 @@ def _describe(char: str) -> str:
     return names.get(char, f"the character {char!r}")
 
 
-def check_url_without_credentials(field: str, value: str) -> str:
-    check(field, value, URL, "https://mirror.example.com/debian")
-    if "@" in value.split("://", 1)[1].split("/", 1)[0]:
+_USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.\-]*://)?)[^/?#]*@", re.DOTALL)
+
+
+def redact(url: str) -> str:
+    """The URL with any user:password@ replaced by ***@, for messages and plan descriptions; works on
+    malformed URLs too, since it also redacts the values a check is about to refuse."""
+    return _USERINFO.sub(r"\1***@", url, count=1)
+
+
+def check_url(field: str, value: str, example: str) -> str:
+    """A URL that may hold credentials (it only travels in a BuildKit secret); messages redact them."""
+    return check(field, value, URL, example, shown=redact(value))
+
+
+def check_url_without_credentials(field: str, value: str, *, where: str, example: str) -> str:
+    """A URL that reaches the Dockerfile or a build arg: no credentials (they would land in `where`)."""
+    check(field, value, URL, example, shown=redact(value))
+    if redact(value) != value:
         raise RenderError(
-            f"{field}: credentials in this URL would land in the image history; use a mirror "
-            "without them (pip index credentials go through --pip-index-url, a BuildKit secret)"
+            f"{field}: credentials in this URL would land in {where}; use one without them "
+            "(pip index credentials go through --pip-index-url, a BuildKit secret)"
+        )
+    return value
+
+
+def check_apt_mirror(field: str, value: str) -> str:
+    """The apt mirror replaces the distribution's origin (scheme and host) in the sources through a
+    plain build arg: no credentials, and a bare base URL (in the sed replacement that rewrites the
+    sources, `&` would stand for the matched origin)."""
+    check_url_without_credentials(field, value, where="the image history", example="http://mirror.example.com")
+    if any(c in value for c in "?#&"):
+        raise RenderError(
+            f"{field}: {redact(value)!r} must be a base URL without a query or fragment (http://mirror.example.com)"
         )
     return value
