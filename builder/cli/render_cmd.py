@@ -17,6 +17,8 @@ from builder.render.options import Flavor
 from builder.resolve.choose import choose
 
 DEFAULT_REPO = "torchyard"
+PIPCONF_VAR = "TORCHYARD_PIPCONF"
+PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 
 
 @click.command("render")
@@ -57,18 +59,30 @@ def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str
     _echo_network(plan)
     for flavor in flavors:
         argv = build_argv(plan, flavor, out_dir, repo, _secret_placeholders(plan))
-        click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {shlex.join(argv)}")
+        click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {_shell_command(argv)}")
 
 
 def _secret_placeholders(plan: Plan) -> dict[str, str]:
-    # A generated secret (pip.conf with index credentials) exists only during `torchyard build`.
-    return {s.id: "$TORCHYARD_PIPCONF" for s in plan.secrets if s.source == "generated"}
+    # A generated secret (pip.conf with index credentials) exists only during `torchyard build`;
+    # the printed command reads its path from the environment instead.
+    return {s.id: PIPCONF_REF for s in plan.secrets if s.source == "generated"}
+
+
+def _shell_command(argv: list[str]) -> str:
+    """shlex.join, except that the secret-file reference stays expandable (double quotes, not single)."""
+    return " ".join(f'"{arg}"' if PIPCONF_REF in arg else shlex.quote(arg) for arg in argv)
 
 
 def _echo_network(plan: Plan) -> None:
     for origin in plan.network_origins:
         click.echo(f"network: {origin}")
     for secret in plan.secrets:
-        click.echo(f"secret {secret.id}: {secret.description} (from {secret.source})")
+        if secret.source == "generated":
+            click.echo(
+                f"secret {secret.id}: {secret.description} (torchyard build generates it; for docker build, "
+                f"write a pip.conf with that index and its credentials to a private file and set ${PIPCONF_VAR})"
+            )
+        else:
+            click.echo(f"secret {secret.id}: {secret.description} (from {secret.source})")
     for flavor, reason in plan.unavailable:
         click.echo(f"{flavor.value}: not available: {reason}")
