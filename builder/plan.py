@@ -204,6 +204,7 @@ def _template_context(
         "requirements": options.requirements is not None,
         "nvcc": bool(nvcc) or (options.strategy is Strategy.CUDA_BASE and v.cuda is not None),
         "nvcc_pip": nvcc,
+        "toolchain_pip": ctx.toolchain_pip(nvcc),
         "cuda_home": home,
         "cuda_major": v.cuda.major if v.cuda else None,
         "extensions": [_extension_context(e) for e in options.extensions],

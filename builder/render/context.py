@@ -27,6 +27,10 @@ NVCC_EXTRAS = "nvcc,cudart,cccl,crt,nvvm"
 # cuobjdump reads the cubins of any older CUDA 13 release; PyPI's oldest CUDA 13 build is 13.2.51
 # (https://pypi.org/project/nvidia-cuda-cuobjdump/#history), so devel images take this one.
 CUOBJDUMP_PIP = "nvidia-cuda-cuobjdump==13.5.37"
+# setuptools builds wheels itself (bdist_wheel) from 70.1 on. The venvs of the OS Pythons (Debian 12:
+# pip 23.0.1, setuptools 66.1.1, no `wheel`) and of python:3.11 images carry older ones, with which
+# `pip wheel --no-build-isolation` of a torch extension fails: "invalid command 'bdist_wheel'".
+EXTENSION_BUILD_PIP = ("setuptools>=70.1",)
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,11 @@ def nvcc_pip(c: Combination, strategy: Strategy) -> tuple[str, ...] | None:
         )
     pin = f"=={c.variant.cuda_release}" if c.variant.cuda_release else f"=={minor_str(cuda)}.*"
     return (f"cuda-toolkit[{NVCC_EXTRAS}]{pin}", CUOBJDUMP_PIP)
+
+
+def toolchain_pip(nvcc: tuple[str, ...] | None) -> list[str]:
+    """What the toolchain stage pip-installs: extension build tools, then the toolkit wheels (if any)."""
+    return [*EXTENSION_BUILD_PIP, *(nvcc or ())]
 
 
 def cuda_home(c: Combination, strategy: Strategy) -> str | None:
