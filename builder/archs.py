@@ -15,6 +15,8 @@ _ARCH_RE = re.compile(r"^(?:sm_?|compute_?)?(\d{1,2})\.?(\d)([af]?)$")
 
 @dataclass(frozen=True, order=True)
 class Arch:
+    """A GPU architecture (compute capability), optionally arch-specific (a) or family (f)."""
+
     major: int
     minor: int
     suffix: Suffix = ""

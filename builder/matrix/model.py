@@ -20,6 +20,8 @@ class Confidence(StrEnum):
 
 @dataclass(frozen=True, kw_only=True)
 class Source:
+    """Where facts come from, and how directly they were read."""
+
     id: str
     title: str
     url: str
@@ -28,6 +30,8 @@ class Source:
 
 @dataclass(frozen=True, kw_only=True)
 class CudaRelease:
+    """A CUDA toolkit release and its minimum Linux driver (Table 3 of the release notes)."""
+
     version: Version
     min_driver: Driver | None  # None: no sourced value (the reason is in `note`)
     note: str
@@ -40,6 +44,8 @@ class CudaRelease:
 
 @dataclass(frozen=True, kw_only=True)
 class CudaMajor:
+    """A CUDA major and its minor-version-compatibility driver floor."""
+
     major: int
     mvc_min_driver: Driver | None  # None: no minor-version compatibility (CUDA 10 and older)
     sources: tuple[str, ...]
@@ -47,6 +53,8 @@ class CudaMajor:
 
 @dataclass(frozen=True, kw_only=True)
 class DriverBranch:
+    """A driver branch and the CUDA version it reports."""
+
     branch: int
     reports_cuda: tuple[int, int]
     note: str
@@ -55,6 +63,8 @@ class DriverBranch:
 
 @dataclass(frozen=True, kw_only=True)
 class ArchInfo:
+    """A GPU architecture: its GPUs by class, and the CUDA releases whose nvcc targets it."""
+
     arch: Arch
     family: str
     gpus: tuple[str, ...]
@@ -78,6 +88,8 @@ class ArchInfo:
 
 @dataclass(frozen=True, kw_only=True)
 class CudnnRange:
+    """cuDNN releases that share CUDA majors, driver floors and architecture bounds."""
+
     label: str
     versions: SpecifierSet
     cuda_majors: tuple[int, ...]
@@ -105,6 +117,8 @@ class Companion:
 
 @dataclass(frozen=True, kw_only=True)
 class TorchVariant:
+    """One wheel variant of a torch release (cu124, cpu) and what it bundles and compiles for."""
+
     name: str  # cu124, cpu
     cuda: Version | None  # CUDA major.minor; None for cpu
     cuda_runtime: str | None  # the runtime pin as the wheel declares it
@@ -123,6 +137,8 @@ class TorchVariant:
 
 @dataclass(frozen=True, kw_only=True)
 class TorchRelease:
+    """A torch release: its wheel variants, Python wheels, glibc floor and companions."""
+
     version: Version
     released: str
     pypi_default: str
@@ -139,6 +155,8 @@ class TorchRelease:
 
 @dataclass(frozen=True, kw_only=True)
 class OSBase:
+    """An OS base image: its own Python and glibc, and the python images built on it."""
+
     name: str
     image: str
     family: str
@@ -168,6 +186,8 @@ class CudaImage:
 
 @dataclass(frozen=True, kw_only=True)
 class Matrix:
+    """Everything matrix.toml says, validated."""
+
     path: str
     sources: dict[str, Source] = field(hash=False)
     cuda: tuple[CudaRelease, ...]

@@ -27,6 +27,8 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Context:
+    """The file being read: its name, and its text for locating errors."""
+
     file: str
     text: str
 

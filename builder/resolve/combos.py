@@ -11,6 +11,8 @@ from builder.resolve.query import Query
 
 @dataclass(frozen=True)
 class Combination:
+    """One torch wheel variant with one Python on one OS base."""
+
     torch: TorchRelease
     variant: TorchVariant
     python: str

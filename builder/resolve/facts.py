@@ -19,6 +19,8 @@ _LEGACY_MANYLINUX = {"manylinux1": Version("2.5"), "manylinux2010": Version("2.1
 
 @dataclass(frozen=True)
 class Facts:
+    """Derived facts and indexes over one Matrix, computed on first use."""
+
     matrix: Matrix
 
     @cached_property

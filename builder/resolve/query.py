@@ -24,6 +24,8 @@ class GpuClass(StrEnum):
 
 @dataclass(frozen=True)
 class Gpu:
+    """A GPU named with --gpu: its architecture and class."""
+
     name: str
     arch: Arch
     kind: GpuClass
@@ -31,6 +33,8 @@ class Gpu:
 
 @dataclass(frozen=True, kw_only=True)
 class Query:
+    """A parsed lookup/explain request; None means not asked."""
+
     driver: Driver | None = None
     arch: Arch | None = None
     gpu: Gpu | None = None

@@ -24,6 +24,8 @@ from builder.resolve.rules import (
 
 @dataclass(frozen=True)
 class Result:
+    """A combination with every rule's verdict, and how the driver and the GPU would run it."""
+
     combo: Combination
     checks: tuple[Check, ...]
     driver_mode: DriverMode | None
@@ -41,6 +43,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Lookup:
+    """What lookup found: the valid combinations ranked, the rejected ones, and filter notes."""
+
     valid: tuple[Result, ...]
     rejected: tuple[Result, ...]
     notes: tuple[str, ...]  # why a filter admitted nothing (no variant, no release, ...)
@@ -53,6 +57,8 @@ class Lookup:
 
 @dataclass(frozen=True)
 class _VariantVerdict:
+    """The rules that depend only on the wheel variant, evaluated once per variant."""
+
     checks: tuple[Check, ...]
     driver_mode: DriverMode | None
     arch_support: ArchSupport | None
@@ -152,6 +158,8 @@ def _facts(m: Matrix) -> Facts:
 
 @dataclass(frozen=True)
 class Explanation:
+    """Every rule for one pinned combination, and how the unpinned flags were chosen."""
+
     id: str
     pinned: tuple[str, ...]  # how each unspecified dimension was chosen
     checks: tuple[Check, ...]

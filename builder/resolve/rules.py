@@ -20,6 +20,8 @@ from builder.versions import Driver, minor_str
 
 @dataclass(frozen=True)
 class Check:
+    """One rule's verdict on one combination, with its reason and source ids."""
+
     rule: str
     ok: bool
     reason: str
