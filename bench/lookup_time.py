@@ -1,6 +1,6 @@
 """Whole-process wall time of `torchyard lookup` against `python -c pass` (issue 2; target < 0.3 s).
 
-    python bench/lookup_time.py [--runs 15] [--target 0.3] [--check] [--keep-env]
+    python bench/lookup_time.py [--runs 15] [--target 0.3] [--check] [--keep-env] [--phases]
 
 Runs the `torchyard` console script installed next to sys.executable, so the number includes the
 interpreter start, imports, loading and validating matrix.toml, resolving and printing: what a user
@@ -24,6 +24,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LOOKUP_ARGS = ("lookup", "--driver", "535", "--gpu", "RTX 4090")
+
+# Run in a child interpreter by --phases: where one lookup's time goes, by perf_counter marks.
+_PHASES = """
+import time
+t0 = time.perf_counter()
+import builder.cli.main, builder.cli.lookup_cmd
+t1 = time.perf_counter()
+from builder.matrix import load_matrix
+from builder.resolve.query import RawQuery, parse_query
+from builder.resolve.resolver import lookup
+m = load_matrix()
+t2 = time.perf_counter()
+found = lookup(m, parse_query(m, RawQuery(driver="535", gpu="RTX 4090")))
+t3 = time.perf_counter()
+print(t1 - t0, t2 - t1, t3 - t2)
+"""
 
 
 @dataclass(frozen=True)
@@ -67,6 +83,17 @@ def measure(label: str, argv: Sequence[str], runs: int, env: dict[str, str]) -> 
     return Timing(label, tuple(argv), tuple(once() for _ in range(runs)))
 
 
+def phases(runs: int, env: dict[str, str]) -> list[tuple[str, float]]:
+    """Median seconds of the in-process phases: imports, loading + validating matrix.toml, resolving."""
+    rows = []
+    for _ in range(runs + 1):
+        out = subprocess.run([sys.executable, "-c", _PHASES], check=True, capture_output=True, text=True, env=env)
+        rows.append(tuple(float(x) for x in out.stdout.split()))
+    rows = rows[1:]  # the first run is the warm-up
+    names = ("import the CLI (click, the model, the resolver)", "load and validate matrix.toml", "resolve the lookup")
+    return [(name, statistics.median(r[i] for r in rows)) for i, name in enumerate(names)]
+
+
 def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool) -> str:
     lookup, baseline = timings
     lines = [
@@ -98,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--target", type=float, default=0.3, help="median target in seconds (default 0.3)")
     parser.add_argument("--check", action="store_true", help="exit 1 if the lookup median misses the target")
     parser.add_argument("--keep-env", action="store_true", help="keep PYTHONDONTWRITEBYTECODE if it is set")
+    parser.add_argument("--phases", action="store_true", help="also time the in-process phases of one lookup")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -107,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         measure("`python -c pass`", [sys.executable, "-c", "pass"], args.runs, env),
     ]
     print(snippet(timings, args.runs, args.target, args.keep_env))
+    if args.phases:
+        print("\n| phase (in-process, median) | seconds |\n|---|---|")
+        for name, seconds in phases(args.runs, env):
+            print(f"| {name} | {seconds:.3f} |")
     return 1 if args.check and timings[0].median >= args.target else 0
 
 

@@ -526,3 +526,16 @@ def test_check_of_a_valid_file_reports_counts(tmp_path: Path, capsys: pytest.Cap
     assert capsys.readouterr().out == (
         f"{path}: ok (3 CUDA releases, 4 architectures, 1 torch releases / 3 variants, 1 OS bases, 2 sources)\n"
     )
+
+
+@pytest.mark.parametrize("command", [["lookup"], ["explain"], ["matrix", "list"], ["matrix", "show", "torch", "2.5.1"]])
+def test_every_command_checks_the_matrix_it_uses(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = next(c for c in CASES if c.id == "sass-arch-cuda-cannot-target-removed")
+    path = tmp_path / "matrix.toml"
+    path.write_text(case.text())
+    with pytest.raises(SystemExit) as exit_:
+        main(["--matrix", str(path), *command])
+    assert exit_.value.code == 2
+    assert capsys.readouterr() == ("", f"torchyard: error: {case.message(str(path))}\n")
