@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +20,8 @@ _MISSING: Any = object()
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # only an error needs it
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -121,6 +120,8 @@ def find_gpu(m: Matrix, text: str) -> Gpu:
 def _closest_gpu(m: Matrix, wanted: str) -> str:
     """A "did you mean" over names as typed without vendor words (RTX 4900 -> GeForce RTX 4090)."""
     names = {_normalise(n): n for a in m.archs for n in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)}
+    import difflib  # only an error needs it
+
     close = difflib.get_close_matches(wanted, list(names), n=1, cutoff=0.75)
     return f" (did you mean {names[close[0]]!r}?)" if close else ""
 
