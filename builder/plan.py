@@ -24,7 +24,7 @@ from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import min_driver
-from builder.tags import ImageTags, image_tags
+from builder.tags import ImageTags, extras_id, image_tags
 from builder.versions import minor_str
 
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
@@ -46,6 +46,7 @@ class Plan:
     strategy: Strategy
     archs: tuple[Arch, ...]
     custom_archs: tuple[Arch, ...]  # the --arch list when given (it is part of the tags), else ()
+    extras: str | None  # tags.extras_id of the options: part of the tags
     base_images: tuple[str, ...]
     dockerfile: str
     context_files: tuple[tuple[str, bytes], ...]
@@ -104,6 +105,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
         strategy=options.strategy,
         archs=archs,
         custom_archs=archs if options.archs else (),
+        extras=extras_id(options),
         base_images=images,
         dockerfile=dockerfile,
         context_files=files,
@@ -128,7 +130,7 @@ def _target(
     floor: str | None,
 ) -> TargetPlan:
     custom = archs if options.archs else ()
-    tags = image_tags(m, c, flavor, options.strategy, custom)
+    tags = image_tags(m, c, flavor, options.strategy, custom, extras_id(options))
     labels = tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options))
     env = ctx.nvidia_env(f, c, bases)
     manifest = {
@@ -262,22 +264,38 @@ def check_extension_dir(path: Path) -> None:
         raise RenderError(f"--extension {path}: no setup.py or pyproject.toml in it")
 
 
+_WRITTEN = ".torchyard-written"  # what the last write_context put here, so a re-render leaves nothing stale
+
+
 def write_context(plan: Plan, out_dir: Path) -> Path:
-    """Write the Dockerfile, context files, extension sources and plan.json; returns the Dockerfile path."""
+    """Write the Dockerfile, context files and extension sources; returns the Dockerfile path.
+
+    Whatever an earlier render wrote to the same directory is removed first (logs and reports stay).
+    """
     import shutil
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("smoke", "ext"):
-        shutil.rmtree(out_dir / stale, ignore_errors=True)
+    record = out_dir / _WRITTEN
+    if record.exists():
+        for name in record.read_text().split("\n"):
+            path = out_dir / name
+            if name and path.is_dir():
+                shutil.rmtree(path)
+            elif name:
+                path.unlink(missing_ok=True)
+    written = ["Dockerfile", ".dockerignore"]
     dockerfile = out_dir / "Dockerfile"
     dockerfile.write_text(plan.dockerfile)
     for name, data in plan.context_files:
         path = out_dir / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
+        written.append(name.split("/")[0])
     for name, source in plan.extension_dirs:
         shutil.copytree(source, out_dir / name, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    (out_dir / ".dockerignore").write_text("plan.json\n")
+        written.append(name.split("/")[0])
+    (out_dir / ".dockerignore").write_text("plan.json\n*.log\nsmoke-*.json\n" + _WRITTEN + "\n")
+    record.write_text("\n".join(sorted(set(written))) + "\n")
     return dockerfile
 
 

@@ -1,19 +1,21 @@
 """Image tags: small pure functions, computed into the plan first and checked against the built image.
 
 Scheme (docs/tags.md):
-  immutable  <torch>-cuda<X.Y>-cudnn<N>-py<P>-<os>-<flavor>[-cuda-base][-<archs>]
+  immutable  <torch>-cuda<X.Y>-cudnn<N>-py<P>-<os>-<flavor>[-cuda-base][-<archs>][-x<extras id>]
              2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime, 2.14.1-cpu-py3.11-debian12-devel
-  aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>]   (moves to the newest patch)
+  aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>][-x<id>]  (moves to the newest patch)
              latest-<flavor>   (only for the newest torch, its PyPI default variant, on the default OS/Python)
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 
 from builder.archs import Arch
 from builder.matrix.model import Matrix
-from builder.render.options import Flavor, Strategy
+from builder.render.options import Flavor, RenderOptions, Strategy
 from builder.resolve.combos import Combination
 from builder.versions import minor_str
 
@@ -35,13 +37,30 @@ def _stack(c: Combination) -> str:
     return f"cuda{minor_str(v.cuda)}{cudnn}"
 
 
-def suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> str:
+def suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None) -> str:
     parts = [flavor.value]
     if strategy is not Strategy.WHEELS:
         parts.append(strategy.value)
     if archs:
         parts.append("-".join(f"sm{a.cmake}" for a in archs))
+    if extras:
+        parts.append(f"x{extras}")
     return "-".join(parts)
+
+
+def extras_id(options: RenderOptions) -> str | None:
+    """A short id of what the user added (packages, requirements, user, labels, extensions), so images
+    built with different additions never share an immutable tag; None when nothing was added."""
+    added = {
+        "pip": sorted(options.extra_pip),
+        "requirements": options.requirements,
+        "user": options.user,
+        "labels": sorted(options.labels),
+        "extensions": sorted((e.name, e.kind, e.spec if e.kind == "pip" else "") for e in options.extensions),
+    }
+    if not any(added.values()):
+        return None
+    return hashlib.sha256(json.dumps(added, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def default_os_python(m: Matrix) -> tuple[str, str]:
@@ -50,8 +69,10 @@ def default_os_python(m: Matrix) -> tuple[str, str]:
     return first.name, first.system_python
 
 
-def image_tags(m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> ImageTags:
-    suffix_ = suffix(flavor, strategy, archs)
+def image_tags(
+    m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
+) -> ImageTags:
+    suffix_ = suffix(flavor, strategy, archs, extras)
     immutable = f"{c.torch.version}-{_stack(c)}-py{c.python}-{c.os.name}-{suffix_}"
     platform = "" if (c.os.name, c.python) == default_os_python(m) else f"-py{c.python}-{c.os.name}"
     cuda = f"cuda{minor_str(c.variant.cuda)}" if c.variant.cuda else "cpu"

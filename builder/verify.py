@@ -22,7 +22,9 @@ def check_labels(plan: Plan, target: TargetPlan, image: ImageInfo) -> None:
         raise BuildError(f"{target.tags.immutable}: labels do not match the plan: {'; '.join(wrong[:4])}")
 
 
-def observed_tag(observed: dict[str, Any], flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...]) -> str:
+def observed_tag(
+    observed: dict[str, Any], flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
+) -> str:
     """The immutable tag computed from what the smoke suite read inside the image (tags.py's scheme)."""
     torch_version = str(observed.get("torch", "?"))
     public, _, local = torch_version.partition("+")
@@ -34,13 +36,11 @@ def observed_tag(observed: dict[str, Any], flavor: Flavor, strategy: Strategy, a
         stack = f"cuda{cuda}" + (f"-cudnn{major}" if cudnn else "")
     else:
         stack = "cpu" if local in ("", "cpu") else f"unknown-{local}"
-    return (
-        f"{public}-{stack}-py{observed.get('python', '?')}-{observed.get('os', '?')}-{suffix(flavor, strategy, archs)}"
-    )
+    return f"{public}-{stack}-py{observed.get('python', '?')}-{observed.get('os', '?')}-{suffix(flavor, strategy, archs, extras)}"
 
 
 def check_tag(plan: Plan, target: TargetPlan, observed: dict[str, Any]) -> None:
-    seen = observed_tag(observed, target.flavor, plan.strategy, plan.custom_archs)
+    seen = observed_tag(observed, target.flavor, plan.strategy, plan.custom_archs, plan.extras)
     if seen != target.tags.immutable:
         raise BuildError(f"the tag {target.tags.immutable} does not describe the image: its contents say {seen}")
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from builder.cli.image_options import image_options, render_options_of
+from builder.cli.image_options import build_problem, image_options, render_options_of
 from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
 from builder.engine import DockerEngine, RegistryAuth
 from builder.errors import UsageError
@@ -63,7 +63,7 @@ def build_cmd(
     archs: tuple[str, ...] = kwargs.pop("archs")
     kwargs["arch"] = archs[0] if archs else None
     options = render_options_of(m, archs, kwargs)
-    choice = choose(m, query_of(m, kwargs), options.archs[1:])
+    choice = choose(m, query_of(m, kwargs), options.archs[1:], build_problem(m, options))
     plan = make_plan(m, choice.result.combo, options)
     flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
     flavors = tuple(f for f in flavors if target != "all" or f not in dict(plan.unavailable)) or flavors

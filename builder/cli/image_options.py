@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 import click
 
 from builder.archs import Arch
-from builder.errors import UsageError
+from builder.errors import RenderError, UsageError
 from builder.matrix import Matrix
 from builder.plan import check_extension_dir
+from builder.render.context import bases
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions, Strategy, parse_choice
+from builder.resolve.combos import Combination
 from builder.resolve.query import known_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -123,3 +125,17 @@ def _extension(text: str) -> Extension:
 
 def extra_archs(archs: tuple[Arch, ...]) -> tuple[Arch, ...]:
     return archs[1:]
+
+
+def build_problem(m: Matrix, options: RenderOptions) -> Callable[[Combination], str | None]:
+    """Why a combination cannot be rendered with these options (None: it can); used to pick the best
+    combination that the chosen strategy can build (cuda-base needs a published nvidia/cuda image)."""
+
+    def problem(c: Combination) -> str | None:
+        try:
+            bases(m, c, options.strategy)
+        except RenderError as exc:
+            return str(exc)
+        return None
+
+    return problem

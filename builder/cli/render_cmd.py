@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from builder.cli.image_options import image_options, render_options_of
+from builder.cli.image_options import build_problem, image_options, render_options_of
 from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
 from builder.cli.output import emit_json
 from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
@@ -42,7 +42,7 @@ def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str
     kwargs["arch"] = archs[0] if archs else None
     options = render_options_of(m, archs, kwargs)
     q = query_of(m, kwargs)
-    choice = choose(m, q, options.archs[1:])
+    choice = choose(m, q, options.archs[1:], build_problem(m, options))
     plan = make_plan(m, choice.result.combo, options)
     flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
     for flavor in flavors:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from builder.archs import Arch
 from builder.errors import NoMatchError
 from builder.matrix.model import Matrix
+from builder.resolve.combos import Combination
 from builder.resolve.query import Query
 from builder.resolve.resolver import Lookup, Result, lookup
 
@@ -33,8 +35,14 @@ def failure_message(found: Lookup, prefix: str = "no valid combination") -> str:
     return "\n".join(lines)
 
 
-def choose(m: Matrix, q: Query, extra_archs: tuple[Arch, ...] = ()) -> Choice:
-    """The best valid combination; with several --arch, one whose torch build runs on every one."""
+def choose(
+    m: Matrix,
+    q: Query,
+    extra_archs: tuple[Arch, ...] = (),
+    problem: Callable[[Combination], str | None] | None = None,
+) -> Choice:
+    """The best valid combination; with several --arch, one whose torch build runs on every one;
+    with `problem`, the best one it finds nothing wrong with (e.g. an nvidia/cuda image exists)."""
     found = lookup(m, q)
     if not found.valid:
         raise NoMatchError(failure_message(found))
@@ -48,4 +56,14 @@ def choose(m: Matrix, q: Query, extra_archs: tuple[Arch, ...] = ()) -> Choice:
     if not valid:
         names = ", ".join(a.name for a in (q.arch, *extra_archs) if a is not None)
         raise NoMatchError(f"no single combination runs on all of {names}; build them separately")
+    if problem is not None:
+        problems = {r.combo.id: problem(r.combo) for r in valid}
+        usable = [r for r in valid if problems[r.combo.id] is None]
+        if not usable:
+            first = problems[valid[0].combo.id]
+            raise NoMatchError(
+                f"none of the {len(valid)} valid combinations can be built this way; the best, "
+                f"{valid[0].combo.id}: {first}"
+            )
+        valid = usable
     return Choice(valid[0], len(valid))

@@ -353,6 +353,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
     assert (out / "Dockerfile").read_text() == plan(CU130).dockerfile
     assert {p.name for p in out.iterdir()} == {
         ".dockerignore",
+        ".torchyard-written",
         "Dockerfile",
         "plan.json",
         "constraints.txt",
