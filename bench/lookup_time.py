@@ -101,7 +101,8 @@ def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool)
         f"{runs} runs each after one warm-up run (`python bench/lookup_time.py --runs {runs}`).",
         "",
         f"Machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"Python {platform.python_version()}; bytecode cache: {'as the environment says' if keep_env else 'on'}.",
+        f"Python {platform.python_version()}; bytecode cache: {'as the environment says' if keep_env else 'on'}; "
+        f"load average after the runs: {_load_average()}.",
         "",
         "| command | median (s) | p90 (s) |",
         "|---|---|---|",
@@ -113,6 +114,13 @@ def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool)
         f"Target: median < {target:.2f} s: {'met' if lookup.median < target else 'NOT met'}.",
     ]
     return "\n".join(lines)
+
+
+def _load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg()) + " (1 / 5 / 15 min)"
+    except OSError:
+        return "unknown"
 
 
 def _quote(arg: str) -> str:

@@ -36,7 +36,8 @@ def observed_tag(
         stack = f"cuda{cuda}" + (f"-cudnn{major}" if cudnn else "")
     else:
         stack = "cpu" if local in ("", "cpu") else f"unknown-{local}"
-    return f"{public}-{stack}-py{observed.get('python', '?')}-{observed.get('os', '?')}-{suffix(flavor, strategy, archs, extras)}"
+    platform = f"py{observed.get('python', '?')}-{observed.get('os', '?')}"
+    return f"{public}-{stack}-{platform}-{suffix(flavor, strategy, archs, extras)}"
 
 
 def check_tag(plan: Plan, target: TargetPlan, observed: dict[str, Any]) -> None:
