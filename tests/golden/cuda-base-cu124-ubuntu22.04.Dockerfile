@@ -62,6 +62,11 @@ RUN --mount=type=cache,id=pip-ubuntu22.04,target=/root/.cache/pip,sharing=locked
     /opt/venv/bin/pip install \
       -c /opt/torchyard/constraints.txt torch torchvision torchaudio
 
+# ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
+FROM os AS venv
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/torchyard /opt/torchyard
+
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
 FROM nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04 AS toolchain
 ARG APT_MIRROR=""
@@ -109,9 +114,8 @@ ENV PATH=/opt/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/s
     CMAKE_CUDA_ARCHITECTURES="50;60;70;75;80;86;90"
 
 # ---- runtime: the venv on the os stage; no compilers, no pip cache, no build-only packages -----------
-FROM os AS runtime
+FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY --from=build /opt/venv /opt/venv
 COPY manifest-runtime.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -46,8 +46,13 @@ RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     /opt/venv/bin/pip install \
       -c /opt/torchyard/constraints.txt torch torchvision torchaudio
 
+# ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
+FROM os AS venv
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/torchyard /opt/torchyard
+
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
-FROM build AS toolchain
+FROM venv AS toolchain
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,id=apt-lists-debian12,target=/var/lib/apt/lists,sharing=locked \
@@ -82,9 +87,8 @@ ENV PATH=/opt/venv/bin:/opt/venv/lib/python3.13/site-packages/nvidia/cu13/bin:/u
     CMAKE_CUDA_ARCHITECTURES="75;80;86;90;100;120"
 
 # ---- runtime: the venv on the os stage; no compilers, no pip cache, no build-only packages -----------
-FROM os AS runtime
+FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY --from=build /opt/venv /opt/venv
 COPY manifest-runtime.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

@@ -142,7 +142,8 @@ def test_cuda_base_is_refused_on_debian_naming_the_published_tags() -> None:
 def test_cuda_base_runtime_is_the_base_image_and_devel_the_cudnn_devel_image() -> None:
     p = plan(CU124_UBUNTU, Strategy.CUDA_BASE)
     assert p.base_images == ("nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04")
-    assert base_of(p.dockerfile, "runtime") == "os"
+    assert base_of(p.dockerfile, "runtime") == "venv"
+    assert base_of(p.dockerfile, "venv") == "os"
     assert base_of(p.dockerfile, "devel") == "toolchain"
     assert env_of(p.dockerfile, "devel")["CUDA_HOME"] == "/usr/local/cuda"
     assert p.target(Flavor.DEVEL).manifest["base_image"] == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
@@ -153,7 +154,7 @@ def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
     p = plan(CU124)
     assert p.unavailable == ((Flavor.DEVEL, NO_DEVEL_12_4),)
     assert [t.flavor for t in p.targets] == [Flavor.RUNTIME]
-    assert stages(p.dockerfile) == ["os", "build", "runtime"]
+    assert stages(p.dockerfile) == ["os", "build", "venv", "runtime"]
     with pytest.raises(RenderError) as exc:
         p.target(Flavor.DEVEL)
     assert str(exc.value) == f"devel is not available for {CU124}: {NO_DEVEL_12_4}"
@@ -177,9 +178,18 @@ def test_wheels_devel_for_cuda13_takes_nvcc_from_pypi_for_the_chosen_archs() -> 
 def test_runtime_has_no_compilers_and_only_the_venv_from_the_build_stage() -> None:
     p = plan(CU130, extensions=(addone(),))
     runtime = [args for keyword, args in instructions(p.dockerfile, "runtime")]
-    assert not any("g++" in a or "ninja" in a or "cuda-toolkit" in a for a in runtime)
-    assert "--from=build /opt/venv /opt/venv" in runtime
+    venv = [args for keyword, args in instructions(p.dockerfile, "venv")]
+    assert not any("g++" in a or "ninja" in a or "cuda-toolkit" in a for a in runtime + venv)
+    assert base_of(p.dockerfile, "runtime") == "venv"
+    assert "--from=build /opt/venv /opt/venv" in venv
     assert any("--no-cache-dir --no-deps --no-index /tmp/wheels/*.whl" in a for a in runtime)
+
+
+def test_devel_shares_the_runtime_layers_with_the_wheels_strategy() -> None:
+    # devel = toolchain = venv + compilers: pushing or pulling both images moves the venv only once.
+    p = plan(CU130)
+    assert base_of(p.dockerfile, "toolchain") == "venv"
+    assert base_of(p.dockerfile, "devel") == "toolchain"
 
 
 def test_python_images_need_no_apt_in_the_build_stage() -> None:
