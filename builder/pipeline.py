@@ -3,8 +3,10 @@ for builds; a tag is applied only to an image that passed every check, and pushe
 
 from __future__ import annotations
 
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,7 @@ class BuildSettings:
     auth: RegistryAuth | None = None
     gpus: str | None = None  # also run the GPU checks, on these GPUs
     verbose: bool = False
+    pip_conf: str | None = field(default=None, repr=False)  # content of a generated pip.conf secret
 
 
 @dataclass
@@ -49,7 +52,7 @@ def build(
 ) -> list[Outcome]:
     targets = [plan.target(flavor) for flavor in settings.flavors]
     write_context(plan, settings.out_dir)
-    engine.info()  # says exactly what is missing before the first build
+    buildx = engine.info().buildx  # says exactly what is missing before the first build
     registry = registry or Registry(settings.auth)
     outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]
     todo = []
@@ -58,8 +61,9 @@ def build(
             outcome.status = "up-to-date"
         else:
             todo.append((target, outcome))
-    for target, outcome in todo:
-        _build_and_verify(engine, plan, target, settings, outcome, log)
+    with _secret_files(plan, settings, bool(todo)) as secret_files:
+        for target, outcome in todo:
+            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, buildx)
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in tag_refs(settings.repo, target):
             engine.tag(outcome.image_id, ref)
@@ -95,8 +99,32 @@ def _up_to_date(
     return False
 
 
+@contextmanager
+def _secret_files(plan: Plan, settings: BuildSettings, needed: bool) -> Iterator[dict[str, str]]:
+    """Generated secrets (a pip.conf with index credentials) as 0600 files outside the build context,
+    removed when the builds end, however they end."""
+    generated = [s.id for s in plan.secrets if s.source == "generated"]
+    if not generated or not needed:
+        yield {}
+        return
+    if settings.pip_conf is None:
+        raise BuildError(f"secret {', '.join(generated)}: no pip.conf content was given to the build")
+    with tempfile.TemporaryDirectory(prefix="torchyard-secrets-") as tmp:
+        path = Path(tmp) / "pip.conf"
+        path.touch(mode=0o600)
+        path.write_text(settings.pip_conf)
+        yield dict.fromkeys(generated, str(path))
+
+
 def _build_and_verify(
-    engine: Engine, plan: Plan, target: TargetPlan, settings: BuildSettings, outcome: Outcome, log: Log
+    engine: Engine,
+    plan: Plan,
+    target: TargetPlan,
+    settings: BuildSettings,
+    outcome: Outcome,
+    log: Log,
+    secret_files: dict[str, str],
+    buildx: bool,
 ) -> None:
     name = target.flavor.value
     start = time.monotonic()
@@ -108,7 +136,7 @@ def _build_and_verify(
             if settings.verbose or (line.startswith("#") and " [" in line and "] " in line and "DONE" not in line):
                 log(f"[{name}] {line}")
 
-        argv = build_argv(plan, target.flavor, settings.out_dir, settings.repo, {}, tags=False)
+        argv = build_argv(plan, target.flavor, settings.out_dir, settings.repo, secret_files, buildx=buildx, tags=False)
         log(f"[{name}] building (log: {log_path})")
         outcome.image_id = engine.build(argv, on_line)
     outcome.seconds = time.monotonic() - start

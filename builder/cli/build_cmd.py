@@ -83,6 +83,7 @@ def build_cmd(
         gpus=gpus,
         verbose=verbose,
         auth=_auth(registry_user, registry_password_stdin),
+        pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
