@@ -27,6 +27,7 @@ from builder.matrix.model import (
     TorchRelease,
     TorchVariant,
 )
+from builder.matrix.publish_set import parse_publish
 from builder.matrix.reader import Context, Entry
 from builder.resources import default_matrix_path
 from builder.versions import Driver
@@ -47,6 +48,7 @@ _TOP = (
     "os",
     "brand_sets",
     "cuda_image",
+    "publish",
 )
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
 
@@ -119,6 +121,7 @@ def _build(ctx: Context, doc: dict[str, Any]) -> Matrix:
         os=array("os", _os, lambda e: e.name),
         cuda_images=array("cuda_image", _cuda_image, lambda e: str(e.cuda)),
         brand_sets=_brand_sets(ctx, doc.get("brand_sets", {})),
+        publish=parse_publish(ctx, doc.get("publish", [])),
     )
 
 

@@ -9,6 +9,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builder.archs import Arch
+from builder.matrix.publish_set import PublishEntry
 from builder.versions import Driver, minor_of
 
 
@@ -201,3 +202,4 @@ class Matrix:
     os: tuple[OSBase, ...]
     cuda_images: tuple[CudaImage, ...]
     brand_sets: dict[str, tuple[str, ...]] = field(hash=False)
+    publish: tuple[PublishEntry, ...] = ()

@@ -10,6 +10,7 @@ from packaging.version import Version
 from builder.archs import Arch
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
+from builder.matrix.publish_set import check_publish
 from builder.matrix.reader import Context, did_you_mean
 from builder.versions import minor_of, minor_str
 
@@ -44,6 +45,8 @@ def validate(m: Matrix, ctx: Context) -> None:
         _check_torch(m, ctx, i, release, ix)
     _check_os(m, ctx)
     _check_images(m, ctx)
+    check_publish(ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants},
+                  {a.name for a in m.archs})
 
 
 def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, known: Iterable[str]) -> None:

@@ -1,0 +1,106 @@
+"""The publish set: which images the organisation publishes ([[publish]] entries of matrix.toml).
+
+Policy, not facts: entries carry no source. Each entry expands (builder/publish/items.py) to every
+matching torch release x variant x Python x OS x flavor that the resolver accepts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+
+from builder.archs import Arch
+from builder.matrix import reader as r
+from builder.matrix.reader import Context, Entry
+
+FLAVORS = ("runtime", "devel")
+STRATEGIES = ("wheels", "cuda-base")
+PYPI_DEFAULT = "pypi-default"
+SYSTEM_PYTHON = "system"
+_KEYS = ("name", "torch", "variants", "python", "os", "flavors", "strategy", "archs", "pip", "require_archs")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishEntry:
+    name: str
+    torch: SpecifierSet
+    variants: tuple[str, ...]  # wheel variants, or "pypi-default"
+    python: tuple[str, ...]  # minor versions, or "system" (the OS's own)
+    os: tuple[str, ...]
+    flavors: tuple[str, ...]
+    strategy: str
+    archs: tuple[Arch, ...]  # custom architecture list for compiled code; () = torch's own
+    pip: tuple[str, ...]
+    require_archs: tuple[Arch, ...]  # GPUs the images must carry code for, checked in the built image
+
+
+def parse_publish(ctx: Context, raw: Any) -> tuple[PublishEntry, ...]:
+    if not isinstance(raw, list):
+        ctx.fail(("publish",), "publish", "expected an array of tables ([[publish]])")
+    entries: list[PublishEntry] = []
+    for index, body in enumerate(raw):
+        label = f"publish[{body.get('name', index)}]" if isinstance(body, dict) else f"publish[{index}]"
+        entry = _entry(Entry(ctx, ("publish", index), label, body, _KEYS))
+        if entry.name in {e.name for e in entries}:
+            ctx.fail(("publish", index, "name"), label, "duplicate publish entry name")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _entry(e: Entry) -> PublishEntry:
+    return PublishEntry(
+        name=e.get("name", r.text),
+        torch=e.get("torch", r.spec),
+        variants=e.get("variants", r.text_list, (PYPI_DEFAULT,)),
+        python=e.get("python", _pythons, (SYSTEM_PYTHON,)),
+        os=e.get("os", r.text_list),
+        flavors=e.get("flavors", _choices(FLAVORS), FLAVORS),
+        strategy=e.get("strategy", _choice(STRATEGIES), "wheels"),
+        archs=e.get("archs", r.arch_list, ()),
+        pip=e.get("pip", r.text_list, ()),
+        require_archs=e.get("require_archs", r.arch_list, ()),
+    )
+
+
+def _pythons(value: Any) -> tuple[str, ...]:
+    return tuple(item if item == SYSTEM_PYTHON else str(r.minor_version(item)) for item in r.text_list(value))
+
+
+def _choice(allowed: tuple[str, ...]) -> Any:
+    def convert(value: Any) -> str:
+        text = r.text(value)
+        if text not in allowed:
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}{r.did_you_mean(text, allowed)}")
+        return text
+
+    return convert
+
+
+def _choices(allowed: tuple[str, ...]) -> Any:
+    def convert(value: Any) -> tuple[str, ...]:
+        return tuple(_choice(allowed)(item) for item in r.text_list(value))
+
+    return convert
+
+
+def check_publish(
+    ctx: Context, entries: tuple[PublishEntry, ...], oses: list[str], variants: set[str], archs: set[str]
+) -> None:
+    """References: OS bases, wheel variants and architectures the matrix knows."""
+    for index, entry in enumerate(entries):
+        label = f"publish[{entry.name}]"
+        for name in entry.os:
+            if name not in oses:
+                ctx.fail(("publish", index, "os"), f"{label}.os", f"unknown OS {name!r}{r.did_you_mean(name, oses)}")
+        for name in entry.variants:
+            if name != PYPI_DEFAULT and name not in variants:
+                ctx.fail(
+                    ("publish", index, "variants"),
+                    f"{label}.variants",
+                    f"unknown variant {name!r}{r.did_you_mean(name, sorted(variants | {PYPI_DEFAULT}))}",
+                )
+        for arch in (*entry.archs, *entry.require_archs):
+            if arch.name not in archs:
+                ctx.fail(("publish", index, "archs"), f"{label}.archs", f"unknown architecture {arch.name!r}")
