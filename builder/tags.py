@@ -3,7 +3,8 @@
 Scheme (docs/tags.md):
   immutable  <torch>-cuda<X.Y>-cudnn<N>-py<P>-<os>-<flavor>[-cuda-base][-<archs>][-x<extras id>]
              2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime, 2.14.1-cpu-py3.11-debian12-devel
-  aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>][-x<id>]  (moves to the newest patch)
+  aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>][-x<id>]
+             (only on the newest patch of X.Y with that variant and Python: it moves forward, never back)
              latest-<flavor>   (only for the newest torch, its PyPI default variant, on the default OS/Python)
 """
 
@@ -69,6 +70,18 @@ def default_os_python(m: Matrix) -> tuple[str, str]:
     return first.name, first.system_python
 
 
+def _newest_patch(m: Matrix, c: Combination) -> bool:
+    """No later release of this torch X.Y offers the same variant for the same Python."""
+    v = c.torch.version
+    return not any(
+        (t.version.major, t.version.minor) == (v.major, v.minor)
+        and t.version > v
+        and t.variant(c.variant.name) is not None
+        and c.python in t.python
+        for t in m.torch
+    )
+
+
 def image_tags(
     m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
 ) -> ImageTags:
@@ -77,7 +90,7 @@ def image_tags(
     platform = "" if (c.os.name, c.python) == default_os_python(m) else f"-py{c.python}-{c.os.name}"
     cuda = f"cuda{minor_str(c.variant.cuda)}" if c.variant.cuda else "cpu"
     minor = f"{c.torch.version.major}.{c.torch.version.minor}"
-    aliases = [f"{minor}-{cuda}{platform}-{suffix_}"]
+    aliases = [f"{minor}-{cuda}{platform}-{suffix_}"] if _newest_patch(m, c) else []
     newest = max(t.version for t in m.torch)
     if not platform and c.torch.version == newest and c.is_pypi_default:
         aliases.append(f"latest-{suffix_}")
