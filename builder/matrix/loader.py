@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.errors import MatrixError
 from builder.matrix import reader as r
+from builder.matrix.doccache import TomlSyntaxError, parse_toml
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import (
     ArchInfo,
@@ -62,10 +62,11 @@ def load_matrix(path: Path | str | None = None) -> Matrix:
 
 @functools.cache
 def _load_default() -> Matrix:
-    return _load(default_matrix_path())
+    # The packaged matrix is read by every command: its TOML parse result is cached (doccache.py).
+    return _load(default_matrix_path(), cache=True)
 
 
-def _load(path: Path) -> Matrix:
+def _load(path: Path, *, cache: bool = False) -> Matrix:
     from builder.matrix.validate import validate
 
     try:
@@ -73,7 +74,7 @@ def _load(path: Path) -> Matrix:
     except OSError as exc:
         raise MatrixError(f"{path}: cannot read: {exc.strerror}") from None
     ctx = Context(str(path), text)
-    matrix = _parse(ctx)
+    matrix = _parse(ctx, cache=cache)
     validate(matrix, ctx)
     return matrix
 
@@ -83,10 +84,10 @@ def parse_text(text: str, file: str) -> Matrix:
     return _parse(Context(file, text))
 
 
-def _parse(ctx: Context) -> Matrix:
+def _parse(ctx: Context, *, cache: bool = False) -> Matrix:
     try:
-        doc = tomllib.loads(ctx.text)
-    except tomllib.TOMLDecodeError as exc:
+        doc = parse_toml(ctx.text, cache=cache)
+    except TomlSyntaxError as exc:
         raise MatrixError(_toml_error(ctx.file, str(exc))) from None
     top = Entry(ctx, (), "matrix", doc, _TOP)
     schema = top.get("schema", r.integer)
