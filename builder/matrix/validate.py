@@ -45,8 +45,9 @@ def validate(m: Matrix, ctx: Context) -> None:
         _check_torch(m, ctx, i, release, ix)
     _check_os(m, ctx)
     _check_images(m, ctx)
-    check_publish(ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants},
-                  {a.name for a in m.archs})
+    check_publish(
+        ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants}, {a.name for a in m.archs}
+    )
 
 
 def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, known: Iterable[str]) -> None:
