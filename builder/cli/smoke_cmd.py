@@ -49,6 +49,7 @@ def smoke_cmd(
 ) -> None:
     """Run the smoke suite inside IMAGE (any image with Python and torch)."""
     _check_gpus(gpus)
+    expect = _expectations(expect_values)  # argument errors before the engine is asked anything
     engine = DockerEngine()
     engine.info()
     found = engine.inspect(image)
@@ -59,7 +60,7 @@ def smoke_cmd(
         arch=arch,
         gpus=gpus,
         require_gpu=require_gpu,
-        expect=_expectations(expect_values),
+        expect=expect,
         expect_file=Path(expect_file) if expect_file else None,
         use_host_copy=host_copy,
     )
