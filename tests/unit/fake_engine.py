@@ -1,0 +1,236 @@
+"""A fake Docker engine at torchyard's one seam (builder.engine.Engine), and a fake registry reader.
+
+FakeEngine records every call in order (`calls`), keeps the images it "built" and the tags it applied,
+and has one knob per fault the pipeline must survive: a failing or interrupted build, a smoke suite
+with a failed check, an image whose contents disagree with its tag, an extension without code for an
+architecture, a rejected push. The smoke suite's report is written the way the real suite writes it:
+smoke.json and junit.xml into the host directory mounted at /torchyard-out.
+
+FakeRegistry answers `Registry.labels` from a dict; an engine given one records what it pushes there,
+so "build again, nothing pushed" can be tested without a registry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from builder.engine import EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.errors import BuildError
+from builder.plan import Plan
+from builder.registry import Registry
+from builder.smoke.expect import cudnn_number
+from builder.suite import OUT
+from builder.versions import minor_str
+
+BUILD_LINES = (
+    "#1 [internal] load build definition from Dockerfile",
+    "#7 [runtime 3/5] RUN pip install torch",
+    "#7 DONE 12.3s",
+)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call on the engine: the operation and its main arguments as strings."""
+
+    op: str  # info | build | inspect | tag | untag | push | pull | run | history | save
+    args: tuple[str, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    gpus: str | None = None
+    auth: RegistryAuth | None = None
+
+
+@dataclass
+class Contents:
+    """What a built target holds: the labels its Dockerfile stage sets and what the smoke suite reads."""
+
+    labels: dict[str, str]
+    observed: dict[str, Any]
+
+
+def contents_of(plan: Plan) -> dict[str, Contents]:
+    """The contents each target of `plan` really has when everything went right, by target name."""
+    c = plan.combination
+    v = c.variant
+    observed: dict[str, Any] = {
+        "torch": c.local_version,
+        "cuda": minor_str(v.cuda) if v.cuda else None,
+        "cudnn": cudnn_number(str(v.cudnn)) if v.cudnn else None,
+        "python": c.python,
+        "os": c.os.name,
+    }
+    return {t.flavor.value: Contents(dict(t.labels), dict(observed)) for t in plan.targets}
+
+
+class FakeRegistry(Registry):
+    """`labels(ref)` from a dict of ref -> labels; `error` makes every look-up raise it."""
+
+    def __init__(self, refs: Mapping[str, Mapping[str, str]] | None = None, error: Exception | None = None) -> None:
+        super().__init__(None)
+        self.refs: dict[str, dict[str, str]] = {ref: dict(labels) for ref, labels in (refs or {}).items()}
+        self.error = error
+        self.asked: list[str] = []
+
+    def labels(self, ref: str) -> dict[str, str] | None:
+        self.asked.append(ref)
+        if self.error is not None:
+            raise self.error
+        found = self.refs.get(ref)
+        return None if found is None else dict(found)
+
+
+@dataclass
+class FakeEngine:
+    contents: dict[str, Contents]  # by target name (runtime, devel)
+    registry: FakeRegistry | None = None  # receives what is pushed
+    buildx: bool = False
+    client: str = "/usr/bin/docker"
+
+    # -- fault knobs --------------------------------------------------------------------------------------
+    info_error: Exception | None = None  # the engine check fails (daemon down, too old ...)
+    fail_build: BaseException | None = None  # raised by build() (BuildError, Interrupted, KeyboardInterrupt)
+    fail_build_target: str | None = None  # only for this --target (None: any)
+    smoke_failures: dict[str, str] = field(default_factory=dict)  # check name -> message: the suite fails
+    observed_overrides: dict[str, Any] = field(default_factory=dict)  # what the image "really" contains
+    label_overrides: dict[str, str] = field(default_factory=dict)  # labels the built image really has
+    no_python: bool = False  # `python` is not on the image's PATH (only python3)
+    cubins: tuple[str, ...] = ("sm_89",)  # architectures cuobjdump finds in extension libraries
+    scripted: dict[str, RunResult] = field(default_factory=dict)  # program basename -> its result (not smoke)
+    fail_run: BaseException | None = None  # raised by run() (e.g. KeyboardInterrupt during the smoke suite)
+    fail_push: Exception | None = None  # raised by push()
+    on_build: Callable[[list[str]], None] | None = None  # called with the argv while the build "runs"
+
+    # -- state --------------------------------------------------------------------------------------------
+    calls: list[Call] = field(default_factory=list)
+    images: dict[str, ImageInfo] = field(default_factory=dict)  # by id
+    tags: dict[str, str] = field(default_factory=dict)  # ref -> image id
+    built_target: dict[str, str] = field(default_factory=dict)  # image id -> target name
+
+    def ops(self) -> list[str]:
+        return [c.op for c in self.calls]
+
+    def of(self, op: str) -> list[Call]:
+        return [c for c in self.calls if c.op == op]
+
+    def pushed(self) -> list[str]:
+        return [c.args[0] for c in self.of("push")]
+
+    # -- the Engine protocol ------------------------------------------------------------------------------
+    def info(self) -> EngineInfo:
+        self.calls.append(Call("info"))
+        if self.info_error is not None:
+            raise self.info_error
+        return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx)
+
+    def build(self, argv: list[str], on_line: Callable[[str], None]) -> str:
+        self.calls.append(Call("build", tuple(argv)))
+        target = argv[argv.index("--target") + 1]
+        for line in BUILD_LINES:
+            on_line(line)
+        if self.on_build is not None:
+            self.on_build(argv)
+        if self.fail_build is not None and self.fail_build_target in (None, target):
+            raise self.fail_build
+        labels = dict(self.contents[target].labels)
+        labels |= dict(argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--label")
+        labels |= self.label_overrides
+        image_id = "sha256:" + hashlib.sha256("\0".join(argv).encode()).hexdigest()
+        self.images[image_id] = ImageInfo(id=image_id, labels=labels, tags=(), digests=(), size=1 << 30)
+        self.built_target[image_id] = target
+        return image_id
+
+    def inspect(self, ref: str) -> ImageInfo | None:
+        self.calls.append(Call("inspect", (ref,)))
+        return self.images.get(self.tags.get(ref, ref))
+
+    def tag(self, image_id: str, ref: str) -> None:
+        self.calls.append(Call("tag", (image_id, ref)))
+        assert image_id in self.images, f"tag {ref}: no image {image_id}"
+        self.tags[ref] = image_id
+
+    def untag(self, ref: str) -> None:
+        self.calls.append(Call("untag", (ref,)))
+        self.tags.pop(ref, None)
+
+    def push(self, ref: str, auth: RegistryAuth | None, on_line: Callable[[str], None]) -> str:
+        self.calls.append(Call("push", (ref,), auth=auth))
+        if self.fail_push is not None:
+            raise self.fail_push
+        image = self.images[self.tags[ref]]
+        if self.registry is not None:
+            self.registry.refs[ref] = dict(image.labels)
+        on_line("Pushed")
+        return "sha256:" + hashlib.sha256(image.id.encode()).hexdigest()
+
+    def pull(self, ref: str, auth: RegistryAuth | None) -> ImageInfo:
+        self.calls.append(Call("pull", (ref,), auth=auth))
+        assert self.registry is not None and ref in self.registry.refs, f"pull {ref}: not in the registry"
+        image_id = "sha256:" + hashlib.sha256(f"pulled {ref}".encode()).hexdigest()
+        image = ImageInfo(id=image_id, labels=dict(self.registry.refs[ref]), tags=(ref,), digests=(), size=1 << 30)
+        self.images[image_id] = image
+        self.tags[ref] = image_id
+        return image
+
+    def run(
+        self,
+        image: str,
+        command: list[str],
+        *,
+        mounts: tuple[Mount, ...] = (),
+        gpus: str | None = None,
+        timeout: float = 1800,
+        user: str | None = None,
+    ) -> RunResult:
+        self.calls.append(Call("run", (image, *command), mounts=mounts, gpus=gpus))
+        if self.fail_run is not None:
+            raise self.fail_run
+        if self.no_python and command[0] == "python":
+            return RunResult(127, 'exec: "python": executable file not found in $PATH')
+        out = [m for m in mounts if m.target == OUT]
+        if out:
+            return self._smoke(image, command, Path(out[0].source), gpus)
+        if Path(command[0]).name in self.scripted:
+            return self.scripted[Path(command[0]).name]
+        if command[:2] == ["python", "-c"]:
+            names = command[3:]
+            return RunResult(0, json.dumps({n: [f"/opt/venv/lib/python3.11/site-packages/{n}/_C.so"] for n in names}))
+        if command[0].endswith("/cuobjdump"):
+            lines = [f"ELF file    {i + 1}: _C.{i + 1}.{arch}.cubin" for i, arch in enumerate(self.cubins)]
+            return RunResult(0, "\n".join(lines) + "\n")
+        return RunResult(0, "")
+
+    def history(self, ref: str) -> list[str]:
+        self.calls.append(Call("history", (ref,)))
+        return []
+
+    def save(self, ref: str, path: Path) -> None:
+        self.calls.append(Call("save", (ref, str(path))))
+        path.write_bytes(b"")
+
+    # -- the smoke suite, as builder/smoke writes its report ----------------------------------------------
+    def _smoke(self, image: str, command: list[str], out: Path, gpus: str | None) -> RunResult:
+        image_id = self.tags.get(image, image)
+        if image_id not in self.built_target:
+            raise BuildError(f"fake engine: the smoke suite ran in {image}, which it did not build")
+        observed = self.contents[self.built_target[image_id]].observed | self.observed_overrides
+        gpu = "passed" if gpus not in (None, "none") else "skipped"
+        checks = [{"name": "version.torch", "status": "passed", "message": str(observed["torch"])}]
+        checks.append({"name": "gpu.devices", "status": gpu, "message": "no GPU" if gpu == "skipped" else "1 GPU"})
+        checks += [{"name": name, "status": "failed", "message": why} for name, why in self.smoke_failures.items()]
+        summary = {s: sum(c["status"] == s for c in checks) for s in ("passed", "failed", "skipped")}
+        report = {"suite": "torchyard-smoke", "schema": 1, "summary": summary, "observed": observed, "checks": checks}
+        (out / _in_out(command, "--json")).write_text(json.dumps(report))
+        (out / _in_out(command, "--junit")).write_text(f'<testsuite name="torchyard-smoke" tests="{len(checks)}"/>\n')
+        return RunResult(1 if self.smoke_failures else 0, f"{summary['passed']} passed, {summary['failed']} failed")
+
+
+def _in_out(command: list[str], flag: str) -> str:
+    """The file name a --json / --junit argument gives inside the mounted /torchyard-out."""
+    path = command[command.index(flag) + 1]
+    assert path.startswith(OUT + "/"), f"{flag} {path} is not in {OUT}"
+    return path.removeprefix(OUT + "/")

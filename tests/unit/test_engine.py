@@ -1,0 +1,650 @@
+"""The Docker seam itself (builder/engine.py, builder/process.py), with its outside replaced:
+`docker.from_env` by a fake SDK client, `subprocess` by fakes, `run_command` by a recorder.
+No process is started and no engine is reached.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import docker
+import pytest
+
+import builder.engine
+import builder.process
+from builder.engine import (
+    DockerEngine,
+    EngineInfo,
+    Mount,
+    RegistryAuth,
+    find_build_client,
+    split_ref,
+)
+from builder.errors import BuildError, EngineError, Interrupted, PushError
+from builder.process import Completed, run_command
+
+INFO_CLASSIC = EngineInfo("20.10.24", "1.41", "/usr/bin/docker", False)
+
+
+# --- split_ref ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ref", "expected"),
+    [
+        ("127.0.0.1:5000/team/torch:2.14.1-cuda13.0-runtime", ("127.0.0.1:5000/team/torch", "2.14.1-cuda13.0-runtime")),
+        ("127.0.0.1:5000/team/torch", ("127.0.0.1:5000/team/torch", "latest")),
+        ("localhost:5000/img", ("localhost:5000/img", "latest")),
+        ("torchyard:latest-runtime", ("torchyard", "latest-runtime")),
+        ("torchyard", ("torchyard", "latest")),
+        ("ghcr.io/org/img:v1", ("ghcr.io/org/img", "v1")),
+    ],
+)
+def test_split_ref(ref: str, expected: tuple[str, str]) -> None:
+    assert split_ref(ref) == expected
+
+
+# --- find_build_client ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Clients:
+    """docker CLIs on a pretend host: path -> (client version, has the buildx plugin)."""
+
+    found: dict[str, tuple[str, bool]]
+    on_path: str | None = None
+    probes: list[list[str]] = field(default_factory=list)
+
+    def run(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        self.probes.append(argv)
+        version, buildx = self.found[argv[0]]
+        if argv[1:] == ["buildx", "version"]:
+            out = "github.com/docker/buildx v0.23.0\n" if buildx else ""
+            return subprocess.CompletedProcess(argv, 0 if buildx else 1, out, "")
+        assert argv[1:] == ["version", "--format", "{{.Client.Version}}"]
+        return subprocess.CompletedProcess(argv, 0, version + "\n", "")
+
+
+@pytest.fixture
+def host(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Clients]:
+    def make(found: dict[str, tuple[str, bool]], on_path: str | None = None, env: str | None = None) -> Clients:
+        clients = Clients(found, on_path)
+        monkeypatch.setattr("builder.engine.shutil.which", lambda name: on_path)
+        monkeypatch.setattr(builder.engine, "Path", lambda p: SimpleNamespace(is_file=lambda: p in found))
+        monkeypatch.setattr("builder.engine.subprocess.run", clients.run)
+        if env is None:
+            monkeypatch.delenv("TORCHYARD_DOCKER", raising=False)
+        else:
+            monkeypatch.setenv("TORCHYARD_DOCKER", env)
+        return clients
+
+    return make
+
+
+def test_a_client_with_buildx_is_taken(host: Callable[..., Clients]) -> None:
+    clients = host({"/usr/local/bin/docker": ("28.1.1", True)}, on_path="/usr/local/bin/docker")
+    assert find_build_client() == ("/usr/local/bin/docker", True)
+    assert clients.probes == [["/usr/local/bin/docker", "buildx", "version"]]
+
+
+def test_only_a_pre_23_client_is_used_with_docker_buildkit(host: Callable[..., Clients]) -> None:
+    host({"/usr/bin/docker": ("20.10.24+dfsg1", False)}, on_path="/usr/bin/docker")
+    assert find_build_client() == ("/usr/bin/docker", False)
+
+
+def test_a_28_client_without_buildx_first_on_path_is_passed_over_for_a_20_client(
+    host: Callable[..., Clients],
+) -> None:
+    # These machines: /usr/local/bin/docker 28.x (no buildx) first on PATH, Debian's 20.10 in /usr/bin.
+    clients = host(
+        {"/usr/local/bin/docker": ("28.1.1", False), "/usr/bin/docker": ("20.10.24+dfsg1", False)},
+        on_path="/usr/local/bin/docker",
+    )
+    assert find_build_client() == ("/usr/bin/docker", False)
+    assert [p[0] for p in clients.probes] == ["/usr/local/bin/docker", "/usr/bin/docker"] * 2
+
+
+def test_only_a_28_client_without_buildx_says_what_to_install(host: Callable[..., Clients]) -> None:
+    host({"/usr/local/bin/docker": ("28.1.1", False)}, on_path="/usr/local/bin/docker")
+    with pytest.raises(EngineError) as raised:
+        find_build_client()
+    assert str(raised.value) == (
+        "no BuildKit-capable docker CLI among /usr/local/bin/docker: install the buildx plugin "
+        "(docker-buildx-plugin), or point $TORCHYARD_DOCKER at a docker client older than 23"
+    )
+    assert raised.value.exit_code == 3
+
+
+def test_no_docker_cli_at_all(host: Callable[..., Clients]) -> None:
+    host({})
+    with pytest.raises(EngineError, match=r"^no docker CLI found .*install docker\.io or docker-ce-cli$"):
+        find_build_client()
+
+
+def test_torchyard_docker_is_tried_first(host: Callable[..., Clients]) -> None:
+    host(
+        {"/opt/docker-20/docker": ("20.10.24", False), "/usr/local/bin/docker": ("28.1.1", True)},
+        on_path="/usr/local/bin/docker",
+        env="/opt/docker-20/docker",
+    )
+    # buildx wins over the order of candidates: every client is asked for buildx first.
+    assert find_build_client() == ("/usr/local/bin/docker", True)
+
+
+def test_a_client_that_cannot_run_is_skipped(host: Callable[..., Clients], monkeypatch: pytest.MonkeyPatch) -> None:
+    host({"/usr/bin/docker": ("20.10.24", False)}, on_path="/usr/bin/docker")
+
+    def broken(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        raise OSError(8, "Exec format error")
+
+    monkeypatch.setattr("builder.engine.subprocess.run", broken)
+    with pytest.raises(EngineError, match="no BuildKit-capable docker CLI among /usr/bin/docker"):
+        find_build_client()
+
+
+# --- the engine check: connection errors, too old -------------------------------------------------------------
+
+
+class FakeImages:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def get(self, ref: str) -> Any:
+        if ref not in self.client.images:
+            raise docker.errors.ImageNotFound(f"No such image: {ref}")
+        return self.client.images[ref]
+
+    def remove(self, ref: str, noprune: bool = False) -> None:
+        self.client.removed.append(ref)
+
+
+@dataclass
+class FakeContainer:
+    exit_code: int = 0
+    logs_text: str = "smoke output\n"
+    status: str = "exited"
+    fail_reload: BaseException | None = None
+    removed: bool = False
+    killed: bool = False
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def reload(self) -> None:
+        if self.fail_reload is not None:
+            raise self.fail_reload
+        self.attrs = {"State": {"ExitCode": self.exit_code}}
+
+    def logs(self) -> bytes:
+        return self.logs_text.encode()
+
+    def kill(self) -> None:
+        self.killed = True
+
+    def remove(self, force: bool = False) -> None:
+        assert force
+        self.removed = True
+
+
+class FakeContainers:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def run(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
+        self.client.started.append((image, command, kwargs))
+        if self.client.start_error is not None:
+            raise self.client.start_error
+        return self.client.container
+
+
+class FakeAPI:
+    def __init__(self, client: FakeClient) -> None:
+        self.client = client
+
+    def push(self, repo: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        self.client.pushes.append((repo, kwargs))
+        yield from self.client.push_events
+
+
+@dataclass
+class FakeClient:
+    """The part of docker.DockerClient that DockerEngine uses."""
+
+    version_info: dict[str, str] = field(default_factory=lambda: {"Version": "20.10.24", "ApiVersion": "1.41"})
+    images: dict[str, Any] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    container: FakeContainer = field(default_factory=FakeContainer)
+    start_error: Exception | None = None
+    started: list[tuple[str, list[str], dict[str, Any]]] = field(default_factory=list)
+    push_events: list[dict[str, Any]] = field(default_factory=list)
+    pushes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    version_calls: int = 0
+
+    def __post_init__(self) -> None:
+        self.api = FakeAPI(self)
+        self.containers = FakeContainers(self)
+        self.image_store = FakeImages(self)
+
+    def ping(self) -> bool:
+        return True
+
+    def version(self) -> dict[str, str]:
+        self.version_calls += 1
+        return self.version_info
+
+
+def sdk(monkeypatch: pytest.MonkeyPatch, client: FakeClient | Exception) -> None:
+    def from_env(**kwargs: Any) -> Any:
+        if isinstance(client, Exception):
+            raise client
+        return SimpleNamespace(
+            ping=client.ping,
+            version=client.version,
+            images=client.image_store,
+            containers=client.containers,
+            api=client.api,
+        )
+
+    monkeypatch.setattr(docker, "from_env", from_env)
+    monkeypatch.setattr(builder.engine, "find_build_client", lambda: ("/usr/bin/docker", False))
+
+
+NO_SOCKET = docker.errors.DockerException(
+    "Error while fetching server API version: ('Connection aborted.', "
+    "FileNotFoundError(2, 'No such file or directory'))"
+)
+NO_PERMISSION = docker.errors.DockerException(
+    "Error while fetching server API version: ('Connection aborted.', PermissionError(13, 'Permission denied'))"
+)
+REFUSED = docker.errors.DockerException(
+    "Error while fetching server API version: HTTPConnectionPool(host='10.0.0.5', port=2375): Max retries "
+    "exceeded (Caused by NewConnectionError('Failed to establish a new connection: [Errno 111] Connection refused'))"
+)
+
+
+@pytest.mark.parametrize(
+    ("error", "docker_host", "message"),
+    [
+        (
+            NO_SOCKET,
+            None,
+            "no Docker engine answers at unix:///var/run/docker.sock: start dockerd (or Docker Desktop), "
+            "or set DOCKER_HOST",
+        ),
+        (
+            REFUSED,
+            "tcp://10.0.0.5:2375",
+            "no Docker engine answers at tcp://10.0.0.5:2375: start dockerd (or Docker Desktop), or set DOCKER_HOST",
+        ),
+        (
+            NO_PERMISSION,
+            None,
+            "no permission on the Docker socket /var/run/docker.sock: add your user to the docker group "
+            "(then log in again) or run as root",
+        ),
+        (
+            docker.errors.DockerException("Error while fetching server API version: TLS handshake failed"),
+            "tcp://10.0.0.5:2376",
+            "cannot reach the Docker engine at tcp://10.0.0.5:2376: Error while fetching server API version: "
+            "TLS handshake failed",
+        ),
+    ],
+)
+def test_connection_errors_become_one_clear_line(
+    monkeypatch: pytest.MonkeyPatch, error: Exception, docker_host: str | None, message: str
+) -> None:
+    if docker_host is None:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    else:
+        monkeypatch.setenv("DOCKER_HOST", docker_host)
+    sdk(monkeypatch, error)
+    with pytest.raises(EngineError) as raised:
+        DockerEngine().info()
+    assert str(raised.value) == message
+    assert raised.value.exit_code == 3
+
+
+def test_too_old_an_engine_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    sdk(monkeypatch, FakeClient(version_info={"Version": "18.06.3-ce", "ApiVersion": "1.38"}))
+    with pytest.raises(EngineError) as raised:
+        DockerEngine().info()
+    assert str(raised.value) == (
+        "Docker engine 18.06.3-ce (API 1.38) is too old: BuildKit secrets and cache mounts need API >= 1.39 "
+        "(Docker 18.09)"
+    )
+
+
+def test_the_engine_check_runs_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient()
+    sdk(monkeypatch, client)
+    engine = DockerEngine()
+    assert engine.info() == INFO_CLASSIC
+    assert engine.info() == INFO_CLASSIC
+    assert client.version_calls == 1
+
+
+# --- builds through the docker CLI -------------------------------------------------------------------------------
+
+
+@dataclass
+class Recorder:
+    returncode: int = 0
+    lines: tuple[str, ...] = ("#5 [runtime 1/3] FROM debian:bookworm-slim", "#5 DONE 0.0s")
+    raise_: BaseException | None = None
+    argv: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        on_line: Callable[[str], None] | None = None,
+        keep: int = 40,
+    ) -> Completed:
+        self.argv, self.env = list(argv), dict(env or {})
+        if self.raise_ is not None:
+            raise self.raise_
+        for line in self.lines:
+            assert on_line is not None
+            on_line(line)
+        [iidfile] = [a.removeprefix("--iidfile=") for a in argv if a.startswith("--iidfile=")]
+        if self.returncode == 0:
+            Path(iidfile).write_text("sha256:" + "e" * 64 + "\n")
+        return Completed(tuple(argv), self.returncode, self.lines)
+
+
+def engine_with(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, info: EngineInfo = INFO_CLASSIC) -> DockerEngine:
+    monkeypatch.setattr(builder.engine, "run_command", recorder)
+    engine = DockerEngine()
+    monkeypatch.setattr(engine, "info", lambda: info)
+    return engine
+
+
+CLASSIC = ["docker", "build", "--progress=plain", "--target", "runtime", "-f", "/ctx/Dockerfile", "/ctx"]
+BUILDX = ["docker", "buildx", "build", "--load", "--progress=plain", "--target", "devel", "-f", "/c/Dockerfile", "/c"]
+
+
+def test_build_runs_the_found_client_with_an_iidfile_before_the_context(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    lines: list[str] = []
+    image = engine_with(monkeypatch, recorder).build(CLASSIC, lines.append)
+    assert image == "sha256:" + "e" * 64
+    iid = recorder.argv[-2]
+    assert iid.startswith("--iidfile=") and iid.endswith("/iid")
+    assert recorder.argv == ["/usr/bin/docker", *CLASSIC[1:-1], iid, "/ctx"]
+    assert recorder.env["DOCKER_BUILDKIT"] == "1"
+    assert lines == list(recorder.lines)
+    assert not Path(iid.removeprefix("--iidfile=")).exists()  # its temporary directory is gone
+
+
+def test_buildx_argv_keeps_buildx_build_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder()
+    info = EngineInfo("28.1.1", "1.49", "/usr/local/bin/docker", True)
+    engine_with(monkeypatch, recorder, info).build(BUILDX, lambda line: None)
+    assert recorder.argv[:4] == ["/usr/local/bin/docker", "buildx", "build", "--load"]
+    assert recorder.argv[-1] == "/c" and recorder.argv[-2].startswith("--iidfile=")
+
+
+def test_a_failed_build_names_the_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder(
+        returncode=1,
+        lines=(
+            "#7 [runtime 3/5] RUN pip install torch",
+            '#7 ERROR: process "/bin/sh -c pip install torch" did not complete successfully: exit code: 1',
+            "------",
+        ),
+    )
+    with pytest.raises(BuildError) as raised:
+        engine_with(monkeypatch, recorder).build(CLASSIC, lambda line: None)
+    assert str(raised.value) == (
+        'docker build failed (exit 1): #7 ERROR: process "/bin/sh -c pip install torch" did not complete '
+        "successfully: exit code: 1"
+    )
+    assert raised.value.exit_code == 4
+
+
+def test_ctrl_c_during_a_build_is_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+    recorder = Recorder(raise_=Interrupted("interrupted while running /usr/bin/docker build"))
+    with pytest.raises(Interrupted) as raised:
+        engine_with(monkeypatch, recorder).build(CLASSIC, lambda line: None)
+    assert raised.value.exit_code == 130
+
+
+# --- run_command: streaming and Ctrl-C ----------------------------------------------------------------------------
+
+
+class FakeStdout:
+    def __init__(self, lines: Sequence[str], interrupt_after: int | None) -> None:
+        self.lines, self.interrupt_after = lines, interrupt_after
+
+    def __iter__(self) -> Iterator[str]:
+        for i, line in enumerate(self.lines):
+            if i == self.interrupt_after:
+                raise KeyboardInterrupt
+            yield line
+
+
+@dataclass(eq=False)  # hashable by identity, as run_command may keep the Popen in a set
+class FakePopen:
+    """subprocess.Popen as run_command uses it; `ignores` signals the child shrugs off."""
+
+    lines: Sequence[str] = ()
+    code: int = 0
+    interrupt_after: int | None = None
+    ignores: tuple[int, ...] = ()
+    pid: int = 4242
+    argv: list[str] = field(default_factory=list)
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    signals: list[int] = field(default_factory=list)
+
+    def __call__(self, argv: list[str], **kwargs: Any) -> FakePopen:
+        self.argv, self.kwargs = argv, kwargs
+        self.stdout = FakeStdout(self.lines, self.interrupt_after)
+        return self
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.signals and self.signals[-1] in self.ignores:
+            raise subprocess.TimeoutExpired(self.argv, timeout or 0)
+        return self.code
+
+    def killpg(self, pid: int, sig: int) -> None:
+        assert pid == self.pid
+        self.signals.append(sig)
+
+
+@pytest.fixture
+def popen(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakePopen]:
+    def make(**kwargs: Any) -> FakePopen:
+        fake = FakePopen(**kwargs)
+        monkeypatch.setattr("builder.process.subprocess.Popen", fake)
+        monkeypatch.setattr("builder.process.os.killpg", fake.killpg)
+        return fake
+
+    return make
+
+
+def test_run_command_streams_lines_and_keeps_a_tail(popen: Callable[..., FakePopen]) -> None:
+    fake = popen(lines=[f"line {i}\n" for i in range(5)], code=3)
+    seen: list[str] = []
+    done = run_command(["docker", "build", "/ctx"], env={"DOCKER_BUILDKIT": "1"}, on_line=seen.append, keep=2)
+    assert seen == [f"line {i}" for i in range(5)]
+    assert done == Completed(("docker", "build", "/ctx"), 3, ("line 3", "line 4"))
+    assert fake.argv == ["docker", "build", "/ctx"]
+    assert fake.kwargs["env"] == {"DOCKER_BUILDKIT": "1"}
+    assert fake.kwargs["stderr"] == subprocess.STDOUT
+    assert fake.kwargs["start_new_session"] is True  # Ctrl-C reaches torchyard, which stops the group
+    assert "shell" not in fake.kwargs
+
+
+def test_ctrl_c_stops_the_process_group_and_raises_interrupted(popen: Callable[..., FakePopen]) -> None:
+    fake = popen(lines=["#1 building\n", "#2 more\n"], interrupt_after=1)
+    with pytest.raises(Interrupted) as raised:
+        run_command(["/usr/bin/docker", "build", "/ctx"])
+    assert str(raised.value) == "interrupted while running /usr/bin/docker build"
+    assert raised.value.exit_code == 130
+    assert fake.signals == [signal.SIGINT]
+
+
+def test_a_child_that_ignores_sigint_is_terminated_then_killed(popen: Callable[..., FakePopen]) -> None:
+    fake = popen(lines=["x\n"], interrupt_after=0, ignores=(signal.SIGINT, signal.SIGTERM))
+    with pytest.raises(Interrupted):
+        run_command(["docker", "build", "/ctx"])
+    assert fake.signals == [signal.SIGINT, signal.SIGTERM, signal.SIGKILL]
+
+
+def test_a_child_already_gone_is_fine(popen: Callable[..., FakePopen], monkeypatch: pytest.MonkeyPatch) -> None:
+    popen(lines=["x\n"], interrupt_after=0)
+
+    def gone(pid: int, sig: int) -> None:
+        raise ProcessLookupError
+
+    monkeypatch.setattr("builder.process.os.killpg", gone)
+    with pytest.raises(Interrupted):
+        run_command(["docker"])
+
+
+# --- containers, tags and pushes through the SDK ---------------------------------------------------------------------
+
+
+def test_run_removes_its_container_and_returns_the_exit_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(container=FakeContainer(exit_code=1, logs_text="1 failed\n"))
+    sdk(monkeypatch, client)
+    mounts = (Mount("/tmp/out", "/torchyard-out", read_only=False), Mount("/src/smoke", "/opt/smoke"))
+    result = DockerEngine().run("img", ["python", "-c", "pass"], mounts=mounts, gpus="all", user="1000")
+    assert (result.exit_code, result.output, result.timed_out) == (1, "1 failed\n", False)
+    assert client.container.removed
+    [(image, command, kwargs)] = client.started
+    assert (image, command) == ("img", ["python", "-c", "pass"])
+    assert kwargs["volumes"] == {
+        "/tmp/out": {"bind": "/torchyard-out", "mode": "rw"},
+        "/src/smoke": {"bind": "/opt/smoke", "mode": "ro"},
+    }
+    assert (kwargs["network_mode"], kwargs["detach"], kwargs["user"]) == ("none", True, "1000")
+    [request] = kwargs["device_requests"]
+    assert (request["Count"], request["Capabilities"]) == (-1, [["gpu"]])
+
+
+@pytest.mark.parametrize(("gpus", "count"), [("2", 2), ("none", None), (None, None)])
+def test_gpus_become_a_device_request(monkeypatch: pytest.MonkeyPatch, gpus: str | None, count: int | None) -> None:
+    client = FakeClient()
+    sdk(monkeypatch, client)
+    DockerEngine().run("img", ["true"], gpus=gpus)
+    kwargs = client.started[0][2]
+    assert [r["Count"] for r in kwargs.get("device_requests", [])] == ([] if count is None else [count])
+
+
+def test_a_timed_out_container_is_killed_and_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(container=FakeContainer(status="running"))
+    sdk(monkeypatch, client)
+    result = DockerEngine().run("img", ["sleep", "infinity"], timeout=0)
+    assert (result.exit_code, result.timed_out) == (-1, True)
+    assert client.container.killed and client.container.removed
+
+
+def test_ctrl_c_while_a_container_runs_still_removes_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(container=FakeContainer(fail_reload=KeyboardInterrupt()))
+    sdk(monkeypatch, client)
+    with pytest.raises(KeyboardInterrupt):
+        DockerEngine().run("img", ["python"])
+    assert client.container.removed
+
+
+def test_a_container_that_cannot_start_is_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(start_error=docker.errors.ImageNotFound("No such image: img:nope"))
+    sdk(monkeypatch, client)
+    with pytest.raises(EngineError, match=r"^could not start a container from img:nope: No such image: img:nope$"):
+        DockerEngine().run("img:nope", ["python"])
+
+
+def test_inspect_of_a_missing_image_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    sdk(monkeypatch, FakeClient())
+    assert DockerEngine().inspect("127.0.0.1:5000/team/torch:nope") is None
+
+
+def test_inspect_reads_labels_env_and_digests(monkeypatch: pytest.MonkeyPatch) -> None:
+    attrs = {"Config": {"Labels": {"a": "b"}, "Env": ["PATH=/opt/venv/bin"]}, "RepoDigests": ["r@sha256:1"], "Size": 7}
+    image = SimpleNamespace(id="sha256:1", tags=["r:t"], attrs=attrs)
+    sdk(monkeypatch, FakeClient(images={"r:t": image}))
+    found = DockerEngine().inspect("r:t")
+    assert found is not None
+    assert (found.id, found.labels, found.tags, found.digests, found.size, found.env) == (
+        "sha256:1",
+        {"a": "b"},
+        ("r:t",),
+        ("r@sha256:1",),
+        7,
+        ("PATH=/opt/venv/bin",),
+    )
+
+
+def test_tag_splits_the_ref_and_a_refused_tag_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    tagged: list[tuple[str, str]] = []
+
+    def tag(repo: str, tag: str) -> bool:
+        tagged.append((repo, tag))
+        return repo != "bad"
+
+    sdk(monkeypatch, FakeClient(images={"sha256:1": SimpleNamespace(tag=tag)}))
+    engine = DockerEngine()
+    engine.tag("sha256:1", "127.0.0.1:5000/team/torch:2.14-cuda13.0-runtime")
+    assert tagged == [("127.0.0.1:5000/team/torch", "2.14-cuda13.0-runtime")]
+    with pytest.raises(EngineError, match=r"could not tag sha256:1 as bad:x"):
+        engine.tag("sha256:1", "bad:x")
+
+
+def test_push_passes_the_credentials_and_returns_the_digest(monkeypatch: pytest.MonkeyPatch) -> None:
+    events = [{"status": "Preparing", "id": "abc"}, {"status": "latest: digest: sha256:9 size: 1"}]
+    client = FakeClient(push_events=[*events, {"aux": {"Digest": "sha256:9"}}])
+    sdk(monkeypatch, client)
+    lines: list[str] = []
+    digest = DockerEngine().push("127.0.0.1:5001/team/torch:t", RegistryAuth("ci", "pw"), lines.append)
+    assert digest == "sha256:9"
+    [(repo, kwargs)] = client.pushes
+    assert (repo, kwargs["tag"], kwargs["auth_config"]) == (
+        "127.0.0.1:5001/team/torch",
+        "t",
+        {"username": "ci", "password": "pw"},
+    )
+    assert lines == ["latest: digest: sha256:9 size: 1"]  # layer progress (with an id) is not echoed
+
+
+def test_registry_credentials_never_show_in_a_repr() -> None:
+    assert "pw-secret" not in repr(RegistryAuth("ci", "pw-secret"))
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        (
+            [{"status": "Preparing", "id": "a"}, {"error": "denied: requested access to the resource is denied\n"}],
+            "push r:t: denied: requested access to the resource is denied",
+        ),
+        ([{"status": "Pushed", "id": "a"}], "push r:t: the registry returned no digest"),
+    ],
+)
+def test_a_rejected_push_is_a_push_error(
+    monkeypatch: pytest.MonkeyPatch, events: list[dict[str, Any]], message: str
+) -> None:
+    sdk(monkeypatch, FakeClient(push_events=events))
+    with pytest.raises(PushError) as raised:
+        DockerEngine().push("r:t", None, lambda line: None)
+    assert str(raised.value) == message
+    assert raised.value.exit_code == 5
+
+
+def test_ctrl_c_during_a_push_is_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient()
+    sdk(monkeypatch, client)
+
+    def interrupted(repo: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        yield {"status": "Preparing", "id": "a"}
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(client.api, "push", interrupted)
+    with pytest.raises(Interrupted, match=r"^interrupted while pushing r:t$"):
+        DockerEngine().push("r:t", None, lambda line: None)
