@@ -94,11 +94,11 @@ def phases(runs: int, env: dict[str, str]) -> list[tuple[str, float]]:
     return [(name, statistics.median(r[i] for r in rows)) for i, name in enumerate(names)]
 
 
-def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool) -> str:
+def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool, invocation: str) -> str:
     lookup, baseline = timings
     lines = [
         f"Command: `torchyard {' '.join(_quote(a) for a in LOOKUP_ARGS)}` vs `python -c pass`, "
-        f"{runs} runs each after one warm-up run (`python bench/lookup_time.py --runs {runs}`).",
+        f"{runs} runs each after one warm-up run (`{invocation}`).",
         "",
         f"Machine: {platform.system()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"Python {platform.python_version()}; bytecode cache: {'as the environment says' if keep_env else 'on'}; "
@@ -134,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 if the lookup median misses the target")
     parser.add_argument("--keep-env", action="store_true", help="keep PYTHONDONTWRITEBYTECODE if it is set")
     parser.add_argument("--phases", action="store_true", help="also time the in-process phases of one lookup")
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(given)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     env = child_env(args.keep_env)
@@ -142,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         measure("`torchyard lookup`", [str(console_script("torchyard")), *LOOKUP_ARGS], args.runs, env),
         measure("`python -c pass`", [sys.executable, "-c", "pass"], args.runs, env),
     ]
-    print(snippet(timings, args.runs, args.target, args.keep_env))
+    invocation = " ".join(["python bench/lookup_time.py", *given])
+    print(snippet(timings, args.runs, args.target, args.keep_env, invocation))
     if args.phases:
         print("\n| phase (in-process, median) | seconds |\n|---|---|")
         for name, seconds in phases(args.runs, env):
