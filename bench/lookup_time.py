@@ -15,6 +15,7 @@ import argparse
 import math
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -46,11 +47,16 @@ print(t1 - t0, t2 - t1, t3 - t2)
 class Timing:
     label: str
     argv: tuple[str, ...]
-    seconds: tuple[float, ...]
+    seconds: tuple[float, ...]  # wall time per run
+    cpu: tuple[float, ...]  # user + system CPU time per run: less sensitive to other load
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
 
     @property
     def p90(self) -> float:
@@ -74,13 +80,17 @@ def child_env(keep: bool) -> dict[str, str]:
 
 
 def measure(label: str, argv: Sequence[str], runs: int, env: dict[str, str]) -> Timing:
-    def once() -> float:
+    def once() -> tuple[float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
     once()  # warm-up: page cache, .pyc files
-    return Timing(label, tuple(argv), tuple(once() for _ in range(runs)))
+    runs_ = [once() for _ in range(runs)]
+    return Timing(label, tuple(argv), tuple(w for w, _ in runs_), tuple(c for _, c in runs_))
 
 
 def phases(runs: int, env: dict[str, str]) -> list[tuple[str, float]]:
@@ -104,10 +114,10 @@ def snippet(timings: Sequence[Timing], runs: int, target: float, keep_env: bool,
         f"Python {platform.python_version()}; bytecode cache: {'as the environment says' if keep_env else 'on'}; "
         f"load average after the runs: {_load_average()}.",
         "",
-        "| command | median (s) | p90 (s) |",
-        "|---|---|---|",
+        "| command | median (s) | p90 (s) | CPU median (s) |",
+        "|---|---|---|---|",
     ]
-    lines += [f"| {t.label} | {t.median:.3f} | {t.p90:.3f} |" for t in timings]
+    lines += [f"| {t.label} | {t.median:.3f} | {t.p90:.3f} | {t.cpu_median:.3f} |" for t in timings]
     lines += [
         "",
         f"torchyard's own share (median minus the bare interpreter): {lookup.median - baseline.median:.3f} s. "
