@@ -48,6 +48,8 @@ def cache_file(text: str) -> Path | None:
         home = Path(os.environ.get(CACHE_HOME_ENV) or Path.home() / ".cache")
     except RuntimeError:  # no home directory to be found
         return None
+    if not home.is_absolute():  # "~" left unexpanded, or a relative XDG_CACHE_HOME (which XDG says to ignore)
+        return None
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:40]
     return home / "torchyard" / f"matrix-{digest}-py{sys.version_info[0]}{sys.version_info[1]}.json"
 

@@ -76,3 +76,9 @@ def test_a_cached_load_gives_the_same_matrix(tmp_path: Path) -> None:
     fresh = _load(path)
     assert _load(path, cache=True) == fresh  # stores
     assert _load(path, cache=True) == fresh  # reads
+
+
+def test_a_relative_cache_home_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(doccache.CACHE_HOME_ENV, "relative/cache")
+    assert cache_file(BASE) is None
+    assert parse_toml(BASE, cache=True) == tomllib.loads(BASE)
