@@ -32,6 +32,8 @@ class BuildSettings:
     gpus: str | None = None  # also run the GPU checks, on these GPUs
     verbose: bool = False
     pip_conf: str | None = field(default=None, repr=False)  # content of a generated pip.conf secret
+    aliases: bool = True  # tag and push the floating aliases too (publish moves them itself, last)
+    require_archs: tuple[str, ...] = ()  # GPUs the image must carry code for, checked inside it
 
 
 @dataclass
@@ -65,14 +67,19 @@ def build(
         for target, outcome in todo:
             _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, buildx)
     for target, outcome in todo:  # every requested image passed: only now are tags applied
-        for ref in tag_refs(settings.repo, target):
+        for ref in _refs(settings, target):
             engine.tag(outcome.image_id, ref)
         outcome.status = "built"
-        log(f"[{target.flavor.value}] tagged {', '.join(tag_refs(settings.repo, target))}")
+        log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):
             _push(engine, registry, plan, target, settings, outcome, log)
     return outcomes
+
+
+def _refs(settings: BuildSettings, target: TargetPlan) -> tuple[str, ...]:
+    refs = tag_refs(settings.repo, target)
+    return refs if settings.aliases else refs[:1]
 
 
 def _up_to_date(
@@ -172,6 +179,11 @@ def _smoke(
         log(f"[{name}] GPU checks skipped (no --gpus): {len(skipped)}")
     if not report.ok:
         raise BuildError(f"[{name}] smoke suite failed, nothing tagged: {'; '.join(report.failures())}")
+    for arch in settings.require_archs:
+        required = run_smoke(engine, outcome.image_id, SmokeOptions(arch=arch, only=("arch.",)), in_image=True)
+        if not required.ok:
+            raise BuildError(f"[{name}] required architecture {arch}: {'; '.join(required.failures())}")
+        log(f"[{name}] required architecture {arch}: code present")
     counts = report.data.get("summary", {})
     log(f"[{name}] smoke: {counts.get('passed', 0)} passed, {counts.get('skipped', 0)} skipped")
     return report
@@ -188,7 +200,7 @@ def _push(
 ) -> None:
     """The immutable tag first, then the aliases; refs already holding this content are left alone."""
     name = target.flavor.value
-    for ref in tag_refs(settings.repo, target):
+    for ref in _refs(settings, target):
         labels = registry.labels(ref)
         if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
             continue

@@ -5,10 +5,16 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from builder.errors import Interrupted
+
+# Children started by run_command and still running: a Ctrl-C in another thread (publish --jobs)
+# stops them all through stop_all().
+_RUNNING: set[subprocess.Popen[str]] = set()
+_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,8 @@ def run_command(
     )
     tail: list[str] = []
     assert proc.stdout is not None
+    with _LOCK:
+        _RUNNING.add(proc)
     try:
         for raw in proc.stdout:
             line = raw.rstrip("\n")
@@ -52,7 +60,19 @@ def run_command(
     except KeyboardInterrupt:
         _stop(proc)
         raise Interrupted(f"interrupted while running {argv[0]} {argv[1] if len(argv) > 1 else ''}".strip()) from None
+    finally:
+        with _LOCK:
+            _RUNNING.discard(proc)
     return Completed(tuple(argv), code, tuple(tail))
+
+
+def stop_all() -> int:
+    """Stop every child run_command is waiting on (their callers then see a failed command)."""
+    with _LOCK:
+        running = list(_RUNNING)
+    for proc in running:
+        _stop(proc)
+    return len(running)
 
 
 def _stop(proc: subprocess.Popen[str]) -> None:

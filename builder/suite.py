@@ -26,6 +26,7 @@ class SmokeOptions:
     expect: dict[str, str] = field(default_factory=dict)  # --expect-<key> overrides
     expect_file: Path | None = None
     use_host_copy: bool = False
+    only: tuple[str, ...] = ()  # run only the checks whose names start with these
     timeout: float = 1800
 
 
@@ -84,4 +85,6 @@ def _flags(options: SmokeOptions) -> list[str]:
         flags.append("--require-gpu")
     for key, value in sorted(options.expect.items()):
         flags += [f"--expect-{key}", value]
+    for prefix in options.only:
+        flags += ["--only", prefix]
     return flags

@@ -24,6 +24,7 @@ _COMMANDS = {
     "render": "builder.cli.render_cmd:render_cmd",
     "build": "builder.cli.build_cmd:build_cmd",
     "smoke": "builder.cli.smoke_cmd:smoke_cmd",
+    "publish": "builder.cli.publish_cmd:publish_cmd",
 }
 
 

@@ -65,3 +65,14 @@ def list_cmd(ctx: click.Context) -> None:
     """A grid of torch releases x CUDA variants (* PyPI default, + published)."""
     headers, rows = grid(matrix_of(ctx))
     click.echo(table(headers, rows))
+
+
+def _register_publish_commands() -> None:
+    # Loaded with `torchyard matrix`: the publish set and its CI exports live beside the facts.
+    from builder.cli.publish_cmd import matrix_ci_cmd, matrix_publish_cmd
+
+    matrix_group.add_command(matrix_publish_cmd)
+    matrix_group.add_command(matrix_ci_cmd)
+
+
+_register_publish_commands()

@@ -55,7 +55,7 @@ def smoke_cmd(
     found = engine.inspect(image)
     if found is None:
         raise UsageError(f"smoke: no image {image!r} in the engine (pull or build it first)")
-    ours = "io.torchyard.version" in found.labels
+    ours = bool(found.labels.get("io.torchyard.version"))  # an empty value: relabelled, not ours
     options = SmokeOptions(
         arch=arch,
         gpus=gpus,

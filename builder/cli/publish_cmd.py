@@ -1,0 +1,170 @@
+"""`torchyard publish` and `torchyard matrix publish|ci`: the publish set, built or exported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from builder.cli.build_cmd import _auth, _check_gpus
+from builder.cli.options import matrix_of
+from builder.cli.output import emit_json, table
+from builder.errors import UsageError
+from builder.publish.items import expand, select
+from builder.render.network import NetworkFlags, resolve_network
+
+DEFAULT_REPO = "torchyard"
+
+
+@click.command("publish")
+@click.option("--only", "only", multiple=True, metavar="GLOB", help="Items whose id matches (repeatable).")
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME")
+@click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks.")
+@click.option("--jobs", default=1, show_default=True, type=int, help="Groups built in parallel.")
+@click.option("--dry-run", is_flag=True, help="List what would be built and pushed.")
+@click.option("--no-push", is_flag=True, help="Build, smoke-test and tag locally only.")
+@click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
+@click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
+@click.option("--report", "report_path", metavar="FILE", help="Write a JSON report.")
+@click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR")
+@click.option("--registry-user", envvar="TORCHYARD_REGISTRY_USER", metavar="USER")
+@click.option("--registry-password-stdin", is_flag=True)
+@click.pass_context
+def publish_cmd(
+    ctx: click.Context,
+    /,
+    only: tuple[str, ...],
+    repo: str,
+    gpus: str | None,
+    jobs: int,
+    dry_run: bool,
+    no_push: bool,
+    no_aliases: bool,
+    aliases_only: bool,
+    report_path: str | None,
+    output: str,
+    registry_user: str | None,
+    registry_password_stdin: bool,
+) -> None:
+    """Build, smoke-test and push the publish set; aliases move only after their images passed."""
+    from builder.publish.run import PublishSettings, publish, write_report
+
+    if jobs < 1:
+        raise UsageError(f"--jobs: {jobs} is not a positive number")
+    _check_gpus(gpus)
+    m = matrix_of(ctx)
+    network = resolve_network(NetworkFlags())
+    items, excluded = expand(m, network)
+    items = select(items, only)
+    if dry_run:
+        _list(items, [e for e in excluded if not only], as_json=False)
+        return
+    if aliases_only and (no_aliases or no_push):
+        raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
+    settings = PublishSettings(
+        repo=repo,
+        out_root=Path(output),
+        jobs=jobs,
+        gpus=gpus,
+        push=not no_push,
+        aliases=not no_aliases,
+        aliases_only=aliases_only,
+        auth=_auth(registry_user, registry_password_stdin),
+        pip_conf=network.pip_conf() if network.index_urls() else None,
+    )
+    click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
+    report = publish(m, items, excluded if not only else [], settings, click.echo)
+    if report_path:
+        write_report(report, Path(report_path))
+    click.echo("")
+    rows = [[i.id, i.status, f"{i.seconds:.0f}", _first_line(i.reason or i.ref)] for i in report.items]
+    click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
+    for alias in report.aliases:
+        click.echo(
+            f"alias {alias.alias}: {alias.status}"
+            + (f" -> {alias.target}" if alias.target else "")
+            + (f" ({alias.reason})" if alias.reason else "")
+        )
+    if report.failed:
+        raise SystemExit(1)
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0][:110] if text else ""
+
+
+def _list(items: list, excluded: list, *, as_json: bool) -> None:  # type: ignore[type-arg]
+    if as_json:
+        emit_json(
+            {
+                "items": [{"id": i.id, "entry": i.entry.name} for i in items],
+                "excluded": [{"id": e.id, "entry": e.entry, "reason": e.reason} for e in excluded],
+            }
+        )
+        return
+    click.echo(table(["ITEM", "ENTRY"], [[i.id, i.entry.name] for i in items]))
+    for e in excluded:
+        click.echo(f"excluded {e.id} ({e.entry}): {e.reason}")
+
+
+@click.command("publish")
+@click.option("--only", "only", multiple=True, metavar="GLOB")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bool) -> None:
+    """List the publish set's items (and what it names but cannot build, with why)."""
+    items, excluded = expand(matrix_of(ctx))
+    _list(select(items, only), [e for e in excluded if not only], as_json=as_json)
+
+
+@click.command("ci")
+@click.option("--format", "fmt", type=click.Choice(["github", "bake"]), required=True)
+@click.option("--only", "only", multiple=True, metavar="GLOB")
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME")
+@click.option("--gpus", metavar="all|N", help="GitHub: GPU smoke of CUDA items on the self-hosted `gpu` label.")
+@click.option(
+    "--candidates",
+    metavar="REGISTRY/NAME",
+    help="GitHub: where builds go before the GPU smoke (default: <repo>-candidates).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    default="build/bake",
+    show_default=True,
+    metavar="DIR",
+    help="bake: where the contexts and docker-bake.json are written.",
+)
+@click.option("--cache-repo", metavar="REGISTRY/NAME", help="bake: registry cache (cache-from / cache-to).")
+@click.pass_context
+def matrix_ci_cmd(
+    ctx: click.Context,
+    /,
+    fmt: str,
+    only: tuple[str, ...],
+    repo: str,
+    gpus: str | None,
+    candidates: str | None,
+    output: str,
+    cache_repo: str | None,
+) -> None:
+    """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
+    from builder.publish.export import bake, github_matrix
+
+    _check_gpus(gpus)
+    m = matrix_of(ctx)
+    items = select(expand(m)[0], only)
+    if fmt == "github":
+        matrix = github_matrix(m, items, repo, candidates or f"{repo}-candidates", gpus)
+        click.echo(json.dumps(matrix, separators=(",", ":")))
+        return
+    out = Path(output)
+    data = bake(m, items, repo, out, cache_repo)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "docker-bake.json").write_text(json.dumps(data, indent=2) + "\n")
+    click.echo(
+        f"wrote {out / 'docker-bake.json'} ({len(items)} image targets): docker buildx bake -f "
+        f"{out / 'docker-bake.json'}"
+    )

@@ -1,0 +1,1 @@
+"""Publishing a family of images: expand the publish set, build/smoke/push each, move aliases last."""

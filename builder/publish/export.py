@@ -1,0 +1,129 @@
+"""Export the publish set to the engines people run at scale: a GitHub Actions matrix, a bake file."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+from typing import Any
+
+from builder.matrix.model import Matrix
+from builder.plan import Plan, make_plan, tag_refs, write_context
+from builder.publish.items import Item
+
+HOSTED_RUNNER = "ubuntu-latest"
+GPU_RUNNER = ["self-hosted", "gpu"]
+
+
+def build_flags(item: Item) -> list[str]:
+    """The flags that pin exactly this item's combination and options."""
+    c, o = item.combo, item.options
+    flags = [
+        "--torch",
+        str(c.torch.version),
+        "--variant",
+        c.variant.name,
+        "--python",
+        c.python,
+        "--os",
+        c.os.name,
+        "--strategy",
+        o.strategy.value,
+        "--target",
+        item.flavor.value,
+    ]
+    for arch in o.archs:
+        flags += ["--arch", arch.name]
+    for requirement in o.extra_pip:
+        flags += ["--pip", requirement]
+    return flags
+
+
+def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus: str | None) -> dict[str, Any]:
+    """`strategy.matrix` for GitHub Actions: one job per item with its exact commands and runners.
+
+    build (hosted runner): build, no-GPU smoke suite, push the immutable tag to the candidates repo;
+    smoke (the self-hosted `gpu` label, CUDA items, when --gpus): the GPU checks on that candidate;
+    push: copy the verified candidate to the public repo. `publish` does all three on one machine.
+    """
+    include = []
+    for item in items:
+        gpu = gpus is not None and item.combo.variant.cuda is not None
+        plan = make_plan(m, item.combo, item.options)
+        tag = plan.target(item.flavor).tags.immutable
+        candidate, public = f"{candidates}:{tag}", f"{repo}:{tag}"
+        smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpu else [])]
+        include.append(
+            {
+                "id": item.id,
+                "runs-on": HOSTED_RUNNER,
+                "smoke-runs-on": GPU_RUNNER if gpu else HOSTED_RUNNER,
+                "gpu": gpu,
+                "build": shlex.join(["torchyard", "build", *build_flags(item), "--repo", candidates, "--push"]),
+                "smoke": f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}",
+                "push": " && ".join(
+                    shlex.join(argv)
+                    for argv in (
+                        ["docker", "pull", candidate],
+                        ["docker", "tag", candidate, public],
+                        ["docker", "push", public],
+                    )
+                ),
+                "publish": shlex.join(
+                    [
+                        "torchyard",
+                        "publish",
+                        "--only",
+                        item.id,
+                        "--repo",
+                        repo,
+                        "--no-aliases",
+                        *(["--gpus", gpus or "all"] if gpu else []),
+                    ]
+                ),
+                "image": public,
+            }
+        )
+    return {"include": include}
+
+
+def bake(m: Matrix, items: list[Item], repo: str, out_dir: Path, cache_repo: str | None) -> dict[str, Any]:
+    """docker-bake.json: one common target per plan (context, Dockerfile, args, secrets, cache) that the
+    item targets inherit, so `docker buildx bake` builds shared stages once and the items in parallel."""
+    targets: dict[str, Any] = {}
+    groups: dict[str, list[str]] = {"default": []}
+    plans: dict[str, Plan] = {}
+    for item in items:
+        common = _bake_name(item.group)
+        if common not in plans:
+            plan = plans[common] = make_plan(m, item.combo, item.options)
+            context = out_dir / _bake_name(item.group)
+            write_context(plan, context)
+            targets[common] = _common_target(plan, context, cache_repo, common)
+        plan = plans[common]
+        target = plan.target(item.flavor)
+        targets[_bake_name(item.id)] = {
+            "inherits": [common],
+            "target": item.flavor.value,
+            "tags": list(tag_refs(repo, target)),
+            "labels": dict(target.labels) | plan.build_labels(),
+        }
+        groups["default"].append(_bake_name(item.id))
+    return {"group": {name: {"targets": names} for name, names in groups.items()}, "target": targets}
+
+
+def _common_target(plan: Plan, context: Path, cache_repo: str | None, name: str) -> dict[str, Any]:
+    common: dict[str, Any] = {
+        "context": str(context),
+        "dockerfile": "Dockerfile",
+        "args": dict(plan.build_args),
+        "secret": [f"id={s.id},src={s.source}" for s in plan.secrets if s.source != "generated"],
+    }
+    if cache_repo:
+        common["cache-from"] = [f"type=registry,ref={cache_repo}:{name}"]
+        common["cache-to"] = [f"type=registry,ref={cache_repo}:{name},mode=max"]
+    return common
+
+
+def _bake_name(text: str) -> str:
+    """Bake target names allow [a-zA-Z0-9_-]."""
+    return "".join(ch if ch.isalnum() or ch in "_-" else "_" for ch in text)

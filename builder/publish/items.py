@@ -1,0 +1,114 @@
+"""Expand the publish set into items (one image each), selectable by glob on their ids."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from builder.errors import RenderError, UsageError
+from builder.matrix.model import Matrix, OSBase
+from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
+from builder.render.context import bases
+from builder.render.network import Network
+from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
+from builder.resolve.query import Query
+from builder.resolve.resolver import evaluate
+
+
+@dataclass(frozen=True)
+class Item:
+    """One image of the publish set: a combination, a flavor, and the options of its entry."""
+
+    entry: PublishEntry
+    combo: Combination
+    flavor: Flavor
+    options: RenderOptions
+
+    @property
+    def id(self) -> str:
+        parts = [self.combo.id, self.flavor.value]
+        if self.options.strategy is not Strategy.WHEELS:
+            parts.append(self.options.strategy.value)
+        if self.options.archs:
+            parts.append("-".join(f"sm{a.cmake}" for a in self.options.archs))
+        return "-".join(parts)
+
+    @property
+    def group(self) -> str:
+        """Items of one group share a plan (one Dockerfile, its shared stages built once)."""
+        return f"{self.entry.name}/{self.combo.id}"
+
+
+@dataclass(frozen=True)
+class Excluded:
+    entry: str
+    id: str
+    reason: str
+
+
+def expand(m: Matrix, network: Network | None = None) -> tuple[list[Item], list[Excluded]]:
+    items: list[Item] = []
+    excluded: list[Excluded] = []
+    f = Facts(m)
+    for entry in m.publish:
+        options = RenderOptions(
+            strategy=Strategy(entry.strategy), archs=entry.archs, extra_pip=entry.pip, network=network or Network()
+        )
+        for combo, missing in _combinations(m, entry):
+            problem = missing or _rules_problem(f, combo) or _render_problem(m, combo, options)
+            for flavor in entry.flavors:
+                item = Item(entry, combo, Flavor(flavor), options)
+                if problem is not None:
+                    excluded.append(Excluded(entry.name, item.id, problem))
+                else:
+                    items.append(item)
+    return items, excluded
+
+
+def _combinations(m: Matrix, entry: PublishEntry) -> Iterator[tuple[Combination, str | None]]:
+    for release in m.torch:
+        if release.version not in entry.torch:
+            continue
+        for base in (o for o in m.os if o.name in entry.os):
+            for variant_name in entry.variants:
+                name = release.pypi_default if variant_name == PYPI_DEFAULT else variant_name
+                variant = release.variant(name)
+                for python in _pythons(entry, base):
+                    if variant is None:
+                        published = ", ".join(v.name for v in release.variants)
+                        placeholder = Combination(release, release.variants[0], python, base)
+                        yield placeholder, f"torch {release.version} publishes no {name} wheels ({published})"
+                        continue
+                    yield Combination(release, variant, python, base), None
+
+
+def _pythons(entry: PublishEntry, base: OSBase) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(base.system_python if p == SYSTEM_PYTHON else p for p in entry.python))
+
+
+def _rules_problem(f: Facts, combo: Combination) -> str | None:
+    failure = evaluate(f, Query(), combo).first_failure
+    return None if failure is None else f"{failure.rule}: {failure.reason}"
+
+
+def _render_problem(m: Matrix, combo: Combination, options: RenderOptions) -> str | None:
+    try:
+        bases(m, combo, options.strategy)
+    except RenderError as exc:
+        return str(exc)
+    return None
+
+
+def select(items: list[Item], patterns: tuple[str, ...]) -> list[Item]:
+    """Items whose id matches any glob (all items without patterns); a glob matching nothing is an error."""
+    if not patterns:
+        return items
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(i.id, pattern) for i in items):
+            raise UsageError(
+                f"--only {pattern!r} matches no item of the publish set (torchyard matrix publish lists them)"
+            )
+    return [i for i in items if any(fnmatch.fnmatchcase(i.id, p) for p in patterns)]

@@ -1,0 +1,137 @@
+"""The docker tier: real engine, real registries, real torch wheels. .ci/run (scripts/services) starts
+them; without them these tests fail with instructions instead of being skipped."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+from kit import (
+    AUTH_REGISTRY,
+    AUTH_USER,
+    E2E_FLAGS,
+    E2E_ID,
+    REGISTRY,
+    Run,
+    registry_password,
+    torchyard,
+    untag_repo,
+)
+
+RUN_ID = uuid.uuid4().hex[:8]
+HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def services() -> None:
+    problems = []
+    engine = subprocess.run(["/usr/bin/docker", "info"], capture_output=True, check=False)
+    if engine.returncode != 0:
+        problems.append("no Docker engine")
+    for host in (REGISTRY, AUTH_REGISTRY):
+        try:
+            requests.get(f"http://{host}/v2/", timeout=5)
+        except requests.RequestException:
+            problems.append(f"no registry on {host}")
+    if problems:
+        pytest.fail(
+            f"docker tests need their services ({', '.join(problems)}): run `sudo scripts/services start` "
+            "(scripts/test does), or deselect them with -m 'not docker'",
+            pytrace=False,
+        )
+
+
+@dataclass(frozen=True)
+class Canary:
+    """A CA bundle: the host's (PyPI is intercepted here) plus a self-signed certificate no image may hold."""
+
+    bundle: Path
+    marker: str  # a base64 line of the canary certificate
+
+
+@pytest.fixture(scope="session")
+def canary(tmp_path_factory: pytest.TempPathFactory) -> Canary:
+    folder = tmp_path_factory.mktemp("canary")
+    cert = folder / "canary.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(folder / "key.pem"),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            f"/CN=torchyard-canary-{RUN_ID}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    body = "".join(line for line in cert.read_text().splitlines() if not line.startswith("-----"))
+    base64.b64decode(body)
+    bundle = folder / "bundle.pem"
+    bundle.write_text((HOST_CA.read_text() if HOST_CA.exists() else "") + cert.read_text())
+    return Canary(bundle, cert.read_text().splitlines()[5])
+
+
+@dataclass(frozen=True)
+class E2E:
+    repo: str
+    out_dir: Path
+    first: Run
+    args: tuple[str, ...]
+
+    def ref(self, flavor: str) -> str:
+        for line in self.first.out.splitlines():
+            if line.startswith(f"{flavor} ") and " built " in line:
+                return line.split()[2]
+        raise AssertionError(f"no built {flavor} image in:\n{self.first.out}")
+
+    def digest(self, ref: str) -> str:
+        for line in self.first.out.splitlines():
+            if f"pushed {ref} (" in line:
+                return line.rsplit("(", 1)[1].rstrip(")")
+        raise AssertionError(f"{ref} was not pushed:\n{self.first.out}")
+
+
+@pytest.fixture(scope="session")
+def e2e(tmp_path_factory: pytest.TempPathFactory, canary: Canary) -> Iterator[E2E]:
+    """The issue-4 end-to-end build: runtime and devel of a CUDA 13 torch from PyPI on Debian 12, for sm_89
+    with the example extension, through the corporate CA bundle, pushed with credentials."""
+    repo = f"{AUTH_REGISTRY}/torchyard-e2e/{RUN_ID}"
+    out_dir = tmp_path_factory.mktemp("e2e") / E2E_ID
+    args = (
+        *E2E_FLAGS,
+        "--arch",
+        "sm_89",
+        "--extension",
+        "examples/addone",
+        "--target",
+        "all",
+        "--repo",
+        repo,
+        "--push",
+        "--registry-user",
+        AUTH_USER,
+        "--ca-bundle",
+        str(canary.bundle),
+        "--no-host-settings",
+        "-o",
+        str(out_dir),
+    )
+    first = torchyard("build", *args, env={"TORCHYARD_REGISTRY_PASSWORD": registry_password()})
+    assert first.code == 0, first.text[-4000:]
+    yield E2E(repo, out_dir, first, args)
+    untag_repo(repo)

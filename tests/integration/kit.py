@@ -1,0 +1,72 @@
+"""Helpers for the docker tier: run torchyard as users do, talk to the real engine and registries."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CI_DIR = Path(os.environ.get("TORCHYARD_CI_DIR", "/tmp/torchyard-ci"))
+REGISTRY = "127.0.0.1:5000"
+AUTH_REGISTRY = "127.0.0.1:5001"
+AUTH_USER = "torchyard"
+# The e2e combination: a CUDA 13 torch release whose PyPI default wheel has Python 3.11 (Debian 12's).
+E2E_FLAGS = ("--torch", "2.14.1", "--os", "debian12", "--python", "3.11")
+E2E_ID = "torch2.14.1-cu130-py3.11-debian12"
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def text(self) -> str:
+        return self.out + self.err
+
+
+def torchyard(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 3600) -> Run:
+    """`python -m builder ...` in a subprocess, exactly as the console command runs."""
+    merged = dict(os.environ, **(env or {}))
+    done = subprocess.run(
+        [sys.executable, "-m", "builder", *args],
+        cwd=ROOT,
+        env=merged,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    return Run(done.returncode, done.stdout, done.stderr)
+
+
+def registry_password() -> str:
+    return (CI_DIR / "registry-password").read_text().strip()
+
+
+def docker(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["/usr/bin/docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def local_tags(repo: str) -> list[str]:
+    listed = docker("images", "--format", "{{.Repository}}:{{.Tag}}", repo).stdout.split()
+    return [ref for ref in listed if not ref.endswith(":<none>")]
+
+
+def untag_repo(repo: str) -> None:
+    for ref in local_tags(repo):
+        docker("rmi", "--no-prune", ref)
+
+
+def one_line_error(run: Run) -> str:
+    """The error contract: exactly one line on stderr, 'torchyard: error: ...', no traceback."""
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert "Traceback" not in run.text, run.text[-2000:]
+    assert len(lines) == 1, run.err
+    assert lines[0].startswith("torchyard: error: "), run.err
+    return lines[0]

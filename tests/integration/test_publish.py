@@ -1,0 +1,268 @@
+"""Issue 6 in the docker tier: publishing a set of real images to a real registry, reruns, one changed
+input, a failing smoke suite, the registry going away mid-run, and Ctrl-C.
+
+The registry here (:5002, no auth) serves the storage of the e2e registry (:5001), and the images go
+to the e2e repository: their layers are already there, so each push moves manifests, not gigabytes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from conftest import E2E, RUN_ID
+from kit import CI_DIR, ROOT, Run, torchyard
+
+from builder.registry import Registry
+
+pytestmark = pytest.mark.docker
+
+PORT = 5002
+_BASE_SET = """
+[[publish]]
+name = "pair"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime", "devel"]
+"""
+
+
+def _matrix(tmp: Path, name: str, publish: str) -> Path:
+    text = (ROOT / "matrix.toml").read_text()
+    text = text[: text.index("[[publish]]")] + publish
+    path = tmp / f"{name}.toml"
+    path.write_text(text)
+    return path
+
+
+class LocalRegistry:
+    """docker-registry on :5002 over the e2e registry's storage; stop() and start() mid-test."""
+
+    def __init__(self, folder: Path) -> None:
+        self.config = folder / "registry.yml"
+        self.config.write_text(
+            "version: 0.1\n"
+            f"storage: {{filesystem: {{rootdirectory: {CI_DIR / 'registry-auth-data'}}}, delete: {{enabled: true}}}}\n"
+            f"http: {{addr: 127.0.0.1:{PORT}}}\n"
+        )
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            ["docker-registry", "serve", str(self.config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        for _ in range(50):
+            try:
+                requests.get(f"http://127.0.0.1:{PORT}/v2/", timeout=1)
+                return
+            except requests.RequestException:
+                time.sleep(0.2)
+        raise AssertionError("registry on :5002 did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+            self.proc = None
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory, e2e: E2E) -> Iterator[LocalRegistry]:
+    served = LocalRegistry(tmp_path_factory.mktemp("registry"))
+    served.start()
+    yield served
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def repo(e2e: E2E) -> str:
+    return f"127.0.0.1:{PORT}/" + e2e.repo.split("/", 1)[1]
+
+
+def publish(matrix: Path, repo: str, out: Path, *extra: str) -> tuple[Run, dict[str, Any]]:
+    report = out / "report.json"
+    run = torchyard(
+        "--matrix", str(matrix), "publish", "--repo", repo, "-o", str(out / "work"), "--report", str(report), *extra
+    )
+    data = json.loads(report.read_text()) if report.exists() else {}
+    return run, data
+
+
+def statuses(data: dict[str, Any]) -> dict[str, str]:
+    return {i["id"]: i["status"] for i in data["items"]}
+
+
+def aliases(data: dict[str, Any]) -> dict[str, str]:
+    return {a["alias"]: a["status"] for a in data["aliases"]}
+
+
+PAIR = {"torch2.14.1-cu130-py3.11-debian12-runtime", "torch2.14.1-cu130-py3.11-debian12-devel"}
+
+
+@pytest.fixture(scope="module")
+def first(
+    tmp_path_factory: pytest.TempPathFactory, registry: LocalRegistry, repo: str
+) -> tuple[Path, Run, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("publish")
+    matrix = _matrix(tmp, "pair", _BASE_SET)
+    run, data = publish(matrix, repo, tmp, "--jobs", "2")
+    return matrix, run, data
+
+
+def test_a_set_is_built_smoke_tested_and_pushed_then_aliases_move(
+    first: tuple[Path, Run, dict[str, Any]], repo: str
+) -> None:
+    _, run, data = first
+    assert run.code == 0, run.text[-3000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "built")
+    assert aliases(data) == {"2.14-cuda13.0-runtime": "moved", "2.14-cuda13.0-devel": "moved"}
+    reader = Registry()
+    for item in data["items"]:
+        labels = reader.labels(item["ref"])
+        assert labels is not None and labels["io.torchyard.combination"] == "torch2.14.1-cu130-py3.11-debian12"
+        assert item["smoke"]["failed"] == 0
+    assert reader.labels(f"{repo}:2.14-cuda13.0-devel") == reader.labels(
+        next(i["ref"] for i in data["items"] if i["id"].endswith("-devel"))
+    )
+
+
+def test_a_rerun_skips_everything_in_seconds(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    matrix, _, _ = first
+    start = time.monotonic()
+    run, data = publish(matrix, repo, tmp_path)
+    assert run.code == 0, run.text[-2000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "skipped")
+    assert set(aliases(data).values()) == {"unchanged"}
+    assert time.monotonic() - start < 30
+
+
+def test_changing_one_input_rebuilds_only_the_affected_image(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    changed = _matrix(
+        tmp_path,
+        "changed",
+        _BASE_SET.replace('flavors = ["runtime", "devel"]', 'flavors = ["runtime"]')
+        + '\n[[publish]]\nname = "devel-plus"\ntorch = "==2.14.1"\nos = ["debian12"]\n'
+        'flavors = ["devel"]\npip = ["six==1.16.0"]\n',
+    )
+    run, data = publish(changed, repo, tmp_path)
+    assert run.code == 0, run.text[-2000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "built") | {"torch2.14.1-cu130-py3.11-debian12-runtime": "skipped"}
+
+
+def test_a_failing_smoke_suite_stops_only_its_image(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    pascal = (
+        _BASE_SET + '\n[[publish]]\nname = "pascal-too"\ntorch = "==2.14.1"\nos = ["debian12"]\n'
+        'flavors = ["runtime"]\narchs = ["sm_89"]\nrequire_archs = ["sm_61"]\n'
+    )
+    run, data = publish(_matrix(tmp_path, "pascal", pascal), repo, tmp_path)
+    assert run.code == 1
+    failed = "torch2.14.1-cu130-py3.11-debian12-runtime-sm89"
+    assert statuses(data) == dict.fromkeys(PAIR, "skipped") | {failed: "failed"}
+    reason = next(i["reason"] for i in data["items"] if i["id"] == failed)
+    assert "required architecture sm_61" in reason and "no code for sm_61" in reason
+    assert Registry().labels(f"{repo}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime-sm89") is None
+    assert aliases(data)["2.14-cuda13.0-runtime-sm89"] == "held"
+
+
+def test_the_registry_going_away_mid_run_fails_cleanly_and_a_rerun_finishes(
+    first: tuple[Path, Run, dict[str, Any]], registry: LocalRegistry, repo: str, tmp_path: Path
+) -> None:
+    two = (
+        _BASE_SET + '\n[[publish]]\nname = "sm89"\ntorch = "==2.14.1"\nos = ["debian12"]\nflavors = ["runtime"]\n'
+        'archs = ["sm_89"]\n'
+    )
+    matrix = _matrix(tmp_path, "two", two)
+    argv = [
+        sys.executable,
+        "-m",
+        "builder",
+        "--matrix",
+        str(matrix),
+        "publish",
+        "--repo",
+        repo,
+        "--jobs",
+        "1",
+        "-o",
+        str(tmp_path / "work"),
+        "--report",
+        str(tmp_path / "r1.json"),
+    ]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if re.match(r"(SKIP|OK  )\s+torch2.14.1-cu130-py3.11-debian12-devel", line):
+            registry.stop()  # the pair is done; the sm89 group still has to talk to the registry
+    proc.wait(timeout=1800)
+    registry.start()
+    data = json.loads((tmp_path / "r1.json").read_text())
+    assert proc.returncode == 1, "".join(lines)[-3000:]
+    sm89 = "torch2.14.1-cu130-py3.11-debian12-runtime-sm89"
+    assert statuses(data)[sm89] == "failed" and "unreachable" in next(
+        i["reason"] for i in data["items"] if i["id"] == sm89
+    )
+    assert aliases(data)["2.14-cuda13.0-runtime-sm89"] == "held"
+    run, again = publish(matrix, repo, tmp_path / "again")
+    assert run.code == 0, run.text[-2000:]
+    assert statuses(again) == dict.fromkeys(PAIR, "skipped") | {sm89: "built"}
+    assert aliases(again)["2.14-cuda13.0-runtime-sm89"] == "moved"
+
+
+def test_ctrl_c_leaves_nothing_unverified_and_a_rerun_finishes(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    fresh = "pip-install-test==0.5"
+    extra = _BASE_SET.replace('flavors = ["runtime", "devel"]', 'flavors = ["runtime"]') + f'pip = ["{fresh}"]\n'
+    matrix = _matrix(tmp_path, "sigint", extra.replace('name = "pair"', f'name = "sigint-{RUN_ID}"'))
+    argv = [
+        sys.executable,
+        "-m",
+        "builder",
+        "--matrix",
+        str(matrix),
+        "publish",
+        "--repo",
+        repo,
+        "-o",
+        str(tmp_path / "work"),
+    ]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "work" / f"sigint-{RUN_ID}__torch2.14.1-cu130-py3.11-debian12" / "publish.log"
+    for _ in range(600):
+        if log.exists() and "building" in log.read_text():
+            break
+        time.sleep(0.5)
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, out + err
+    assert "interrupted" in err and "Traceback" not in err
+    tags = [
+        i
+        for i in requests.get(f"http://127.0.0.1:{PORT}/v2/{repo.split('/', 1)[1]}/tags/list", timeout=10).json()[
+            "tags"
+        ]
+        if "-x" in i
+    ]
+    run, data = publish(matrix, repo, tmp_path / "again")
+    assert run.code == 0, run.text[-2000:]
+    assert list(statuses(data).values()) == ["built"]
+    pushed = next(i["ref"] for i in data["items"]).rsplit(":", 1)[1]
+    assert pushed not in tags  # Ctrl-C came before it was verified: it was not there before the rerun

