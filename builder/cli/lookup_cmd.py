@@ -9,11 +9,10 @@ import click
 from builder.cli.options import combination_options, matrix_of, query_of
 from builder.cli.output import emit_json, table
 from builder.errors import NoMatchError, UsageError
+from builder.resolve.choose import SHOWN_REASONS, failure_message
 from builder.resolve.facts import Facts
 from builder.resolve.report import explanation_json, result_json
-from builder.resolve.resolver import Lookup, Result, explain, lookup
-
-_SHOWN_REASONS = 8
+from builder.resolve.resolver import Result, explain, lookup
 
 
 @click.command("lookup")
@@ -30,7 +29,7 @@ def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, **kwargs: Any) 
     found = lookup(m, q)
     shown = found.valid[:limit] if limit else found.valid
     if not found.valid:
-        raise NoMatchError(_no_match(found))
+        raise NoMatchError(failure_message(found))
     if as_json:
         emit_json([result_json(Facts(m), r) for r in shown])
         return
@@ -42,7 +41,7 @@ def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, **kwargs: Any) 
         + f"; {len(found.rejected)} ruled out"
         + (":" if found.rejected else ".")
     )
-    for reason, count in found.reasons()[:_SHOWN_REASONS]:
+    for reason, count in found.reasons()[:SHOWN_REASONS]:
         click.echo(f"  {count:5d}  {reason}")
 
 
@@ -69,16 +68,6 @@ def _results_table(results: tuple[Result, ...], *, arch: bool, driver: bool) -> 
             row += [f"{r.arch_support.value} ({r.arch_code.name})" if r.arch_support and r.arch_code else "-"]
         rows.append(row)
     return table(headers, rows)
-
-
-def _no_match(found: Lookup) -> str:
-    reasons = found.reasons()
-    lines = [f"no valid combination ({len(found.rejected)} ruled out)"]
-    for reason, count in reasons[:_SHOWN_REASONS]:
-        lines.append(f"  {reason}" + (f"  ({count} combinations)" if count else ""))
-    if len(reasons) > _SHOWN_REASONS:
-        lines.append(f"  ... and {len(reasons) - _SHOWN_REASONS} more reasons")
-    return "\n".join(lines)
 
 
 @click.command("explain")
