@@ -75,7 +75,7 @@ def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) ->
     proc = subprocess.Popen(
         [sys.executable, _PACKAGE_DIR, "--worker", json.dumps(config)],
         stdout=subprocess.PIPE,
-        text=True,
+        bufsize=0,  # unbuffered bytes: readline() takes one line off the pipe and select() sees the rest
         start_new_session=True,
     )
     assert proc.stdout is not None
@@ -120,7 +120,7 @@ def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) ->
     return results
 
 
-def _kill(proc: subprocess.Popen[str]) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
