@@ -117,6 +117,8 @@ def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) ->
                 current, FAIL, f"the check crashed the Python process (exit code {code})", time.monotonic() - started
             )
         )
+    elif not results:  # it died before its first check: fail that one, or run_all would start workers forever
+        results.append(Result(names[0], FAIL, f"the worker exited with code {code} before running the check", 0.0))
     return results
 
 
