@@ -263,7 +263,11 @@ class DockerEngine:
 
 
 def split_ref(ref: str) -> tuple[str, str]:
-    """'host:5000/team/img:tag' -> ('host:5000/team/img', 'tag')."""
+    """'host:5000/team/img:tag' -> ('host:5000/team/img', 'tag'); a digest ref 'img@sha256:..' ->
+    ('img', 'sha256:..'), which the registry API and the SDK's pull accept where a tag goes."""
+    if "@" in ref:
+        name, _, digest = ref.partition("@")
+        return name, digest
     name, _, tag = ref.rpartition(":")
     if not name or "/" in tag:
         return ref, "latest"

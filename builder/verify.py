@@ -31,8 +31,9 @@ def observed_tag(
     cuda = observed.get("cuda")
     if cuda:
         cudnn = observed.get("cudnn")
-        digits = str(cudnn or "")
-        major = digits[0] if len(digits) in (4, 5) else "?"  # 8700 -> 8, 92400 -> 9
+        # cudnnGetVersion(): major*1000+minor*100+patch up to 8.x (8700), major*10000+... from 9 (92400).
+        number = int(str(cudnn)) if str(cudnn).isdigit() else 0
+        major = str(number // 10000 if number >= 10000 else number // 1000) if number else "?"
         stack = f"cuda{cuda}" + (f"-cudnn{major}" if cudnn else "")
     else:
         stack = "cpu" if local in ("", "cpu") else f"unknown-{local}"
