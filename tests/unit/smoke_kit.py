@@ -1,0 +1,32 @@
+"""Helpers for the smoke-suite tests: a Context from a manifest, one check run in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fake_torch import manifest
+
+from builder.smoke.expect import load
+from builder.smoke.framework import Check, Context, Result
+from builder.smoke.runner import load_checks, run_one
+
+CHECKS: dict[str, Check] = {c.name: c for c in load_checks()}
+NO_FLAGS: dict[str, str | None] = {}
+
+
+def context(tmp_path: Path, *, arch: str | None = None, require_gpu: bool = False, **changes: Any) -> Context:
+    """A Context expecting manifest(**changes); a change to None removes nothing, it sets null."""
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(manifest(**changes)))
+    return Context(expect=load(str(path), NO_FLAGS), arch=arch, require_gpu=require_gpu)
+
+
+def run(name: str, ctx: Context) -> Result:
+    return run_one(CHECKS[name], ctx)
+
+
+def outcome(name: str, ctx: Context) -> tuple[str, str]:
+    result = run(name, ctx)
+    return result.status, result.message

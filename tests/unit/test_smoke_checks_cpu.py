@@ -1,0 +1,329 @@
+"""The checks that need no GPU, run in-process against fake torch modules (tests/unit/fake_torch.py).
+
+model.train itself needs real torch: these tests replace it (FakeTrainer) and check what train.cpu
+makes of its result; the real training run is left to the integration tier (docs/smoke.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_torch import Extension, FakeImage, FakeTrainer, Installer
+from fatbin_kit import container, ptx, sass, shared_library
+from smoke_kit import context, outcome, run
+
+from builder.smoke import checks_cpu
+from builder.smoke.expect import load
+from builder.smoke.framework import FAIL, PASS, SKIP, Context
+
+
+@pytest.fixture
+def install(monkeypatch: pytest.MonkeyPatch) -> Installer:
+    return Installer(monkeypatch)
+
+
+# --- versions --------------------------------------------------------------------------------------
+
+
+def test_every_version_matches_the_manifest(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    ctx = context(tmp_path)
+    found = {name: outcome(f"version.{name}", ctx) for name in ("torch", "torchvision", "torchaudio", "cuda")}
+    found |= {name: outcome(f"version.{name}", ctx) for name in ("cudnn", "nccl", "python", "os")}
+    assert found == {
+        "torch": (PASS, "2.14.1+cu130"),
+        "torchvision": (PASS, "0.29.1"),  # the wheels' local tags (+cu130, +cu132) are not compared
+        "torchaudio": (PASS, "2.11.1"),
+        "cuda": (PASS, "13.0"),
+        "cudnn": (PASS, "92400"),
+        "nccl": (PASS, "2.30.7"),
+        "python": (PASS, f"{sys.version_info[0]}.{sys.version_info[1]}"),
+        "os": (PASS, checks_cpu.os_name()),
+    }
+    assert ctx.observed["cudnn"] == 92400
+
+
+@pytest.mark.parametrize(
+    ("check", "image", "changes", "message"),
+    [
+        ("version.cudnn", {}, {"cudnn": "9.1.0.70"}, "cudnn: the image has 92400, expected 90100"),
+        ("version.cudnn", {"cudnn": 8907}, {}, "cudnn: the image has 8907, expected 92400"),
+        ("version.torch", {"torch": "2.14.1+cu128"}, {}, "torch: the image has 2.14.1+cu128, expected 2.14.1+cu130"),
+        ("version.torch", {"torch": "2.14.1"}, {}, "torch: the image has 2.14.1, expected 2.14.1+cu130"),
+        ("version.torchvision", {"torchvision": "0.28.0+cu130"}, {}, "torchvision: the image has 0.28.0, expected"),
+        ("version.torchaudio", {}, {"torchaudio": "2.10.0"}, "torchaudio: the image has 2.11.1, expected 2.10.0"),
+        ("version.cuda", {"cuda": "12.8"}, {}, "cuda: the image has 12.8, expected 13.0"),
+        ("version.nccl", {"nccl": (2, 28, 3)}, {}, "nccl: the image has 2.28.3, expected 2.30.7"),
+        ("version.python", {}, {"python": "3.9"}, "python: the image has "),
+        ("version.os", {}, {"os": "ubuntu22.04"}, "os: the image has "),
+    ],
+)
+def test_a_wrong_expectation_fails_naming_the_mismatch(
+    install: Installer, tmp_path: Path, check: str, image: dict[str, Any], changes: dict[str, Any], message: str
+) -> None:
+    install(FakeImage().with_(**image))
+    status, text = outcome(check, context(tmp_path, **changes))
+    assert status == FAIL
+    assert text.startswith(message)
+
+
+def test_a_four_part_nccl_expectation_compares_three_parts(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    assert outcome("version.nccl", context(tmp_path, nccl="2.30.7.1")) == (PASS, "2.30.7")
+
+
+def test_a_cpu_build_matches_a_manifest_without_cuda(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage(torch="2.14.1+cpu", cuda=None, cudnn=None, arch_list=()))
+    ctx = context(tmp_path, torch="2.14.1+cpu", cuda=None, cudnn=None, nccl=None)
+    assert [outcome(f"version.{k}", ctx)[0] for k in ("torch", "cuda", "cudnn", "nccl")] == [PASS] * 4
+
+
+def test_without_expectations_versions_are_skipped_never_passed(install: Installer) -> None:
+    install(FakeImage())
+    ctx = Context(expect=load(None, {}), arch=None, require_gpu=False)
+    assert outcome("version.torch", ctx) == (SKIP, "found 2.14.1+cu130; no expectation (give --expect or flags)")
+    assert outcome("version.cudnn", ctx)[0] == SKIP
+    assert ctx.observed["torch"] == "2.14.1+cu130"
+
+
+def test_with_some_flags_and_no_manifest_the_rest_is_skipped(install: Installer) -> None:
+    # `torchyard smoke someone/else:image --expect-value torch=...`: only torch has an expectation.
+    install(FakeImage())
+    ctx = Context(expect=load(None, {"torch": "2.14.1+cu130"}), arch=None, require_gpu=False)
+    assert outcome("version.torch", ctx) == (PASS, "2.14.1+cu130")
+    assert outcome("version.torchvision", ctx) == (SKIP, "found 0.29.1; no expectation (give --expect or flags)")
+    assert outcome("version.cudnn", ctx)[0] == SKIP
+
+
+# --- compiled architectures ------------------------------------------------------------------------
+
+
+def test_arch_torch_names_its_verdict(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    ctx = context(tmp_path, arch_list=["sm_89", "sm_90"])
+    assert outcome("arch.torch", ctx) == (PASS, "sm_89: compatible (sm_86); sm_90: native")
+    assert ctx.observed["arch_verdicts"] == {"torch": ["sm_89: compatible (sm_86)", "sm_90: native"]}
+
+
+def test_arch_flag_overrides_what_the_image_was_built_for(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage(arch_list=("sm_80", "sm_90", "compute_90")))
+    assert outcome("arch.torch", context(tmp_path, arch="sm_120")) == (PASS, "sm_120: ptx (compute_90)")
+
+
+def test_arch_torch_fails_when_no_code_runs_on_the_target(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage(arch_list=("sm_80", "sm_90")))
+    assert outcome("arch.torch", context(tmp_path, arch="sm_100")) == (
+        FAIL,
+        "torch has no code for sm_100 (SASS: sm_80 sm_90; PTX: none)",
+    )
+
+
+def test_arch_torch_without_a_target_or_on_a_cpu_build_is_skipped(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    assert outcome("arch.torch", context(tmp_path, arch_list=[])) == (
+        SKIP,
+        "no target architecture (give --arch); torch has sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
+    )
+    install(FakeImage(cuda=None))
+    assert outcome("arch.torch", context(tmp_path)) == (SKIP, "CPU build of torch: no GPU code")
+
+
+def test_arch_torchvision_reads_its_fat_binary(install: Installer, tmp_path: Path) -> None:
+    (tmp_path / "_C.so").write_bytes(shared_library(container(*sass(80, 90), *ptx(90))))
+    install(FakeImage(torchvision_dir=str(tmp_path)))
+    assert outcome("arch.torchvision", context(tmp_path, arch_list=["sm_89"])) == (PASS, "sm_89: compatible (sm_80)")
+    assert outcome("arch.torchvision", context(tmp_path, arch="sm_120")) == (PASS, "sm_120: ptx (compute_90)")
+    assert outcome("arch.torchvision", context(tmp_path, arch="sm_75")) == (
+        FAIL,
+        "torchvision has no code for sm_75 (SASS: sm_80 sm_90; PTX: compute_90)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("library", "message"),
+    [(None, "torchvision ships no compiled _C library"), (b"", "torchvision's _C library carries no GPU code")],
+)
+def test_arch_torchvision_without_gpu_code_is_skipped(
+    install: Installer, tmp_path: Path, library: bytes | None, message: str
+) -> None:
+    if library is not None:
+        (tmp_path / "_C.so").write_bytes(shared_library(library))
+    install(FakeImage(torchvision_dir=str(tmp_path)))
+    assert outcome("arch.torchvision", context(tmp_path)) == (SKIP, message)
+
+
+def extension_image(tmp_path: Path, *archs: int) -> FakeImage:
+    where = tmp_path / "addone"
+    where.mkdir(exist_ok=True)
+    if archs:
+        (where / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(shared_library(container(*sass(*archs))))
+    return FakeImage(extensions=(Extension(name="addone", directory=str(where)),))
+
+
+def test_arch_extensions_need_native_code(install: Installer, tmp_path: Path) -> None:
+    install(extension_image(tmp_path, 89))
+    ctx = context(tmp_path, extensions=["addone"])
+    assert outcome("arch.extensions", ctx) == (PASS, "addone: sm_89: native")
+    install(extension_image(tmp_path, 86))  # would run on sm_89, but was not built for it
+    assert outcome("arch.extensions", ctx) == (
+        FAIL,
+        "addone has no native code for sm_89 (SASS: sm_86; PTX: none)",
+    )
+
+
+def test_arch_extensions_without_a_library_fail(install: Installer, tmp_path: Path) -> None:
+    install(extension_image(tmp_path))
+    assert outcome("arch.extensions", context(tmp_path, extensions=["addone"])) == (
+        FAIL,
+        "extension addone has no compiled library",
+    )
+
+
+def test_extension_checks_are_skipped_when_the_image_declares_none(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    ctx = context(tmp_path)
+    assert outcome("arch.extensions", ctx) == (SKIP, "the image declares no extensions")
+    assert outcome("import.extensions", ctx) == (SKIP, "the image declares no extensions")
+
+
+# --- libraries and imports -------------------------------------------------------------------------
+
+
+def test_libs_cuda_fails_when_torch_did_not_load_a_library(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())  # the fake loads nothing, so /proc/self/maps has no libcudnn
+    assert outcome("libs.cuda", context(tmp_path)) == (FAIL, "libcudnn.so is not loaded by torch")
+
+
+def test_libs_cuda_reports_what_loaded(install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Library:
+        def __init__(self, path: str) -> None:
+            self.cudnnGetVersion = lambda: 92400
+            self.cublasGetCudartVersion = lambda: 13000
+
+    monkeypatch.setattr(checks_cpu, "_loaded", lambda fragment: f"/venv/lib/{fragment}.9")
+    monkeypatch.setattr(ctypes, "CDLL", Library)
+    install(FakeImage())
+    ctx = context(tmp_path)
+    assert outcome("libs.cuda", ctx) == (PASS, "libcudnn.so.9=92400, libcublas.so.9=13000, libnccl.so.9")
+    assert ctx.observed["libraries"]["cudnn"] == "libcudnn.so.9=92400"
+
+
+def test_libs_cuda_on_a_cpu_build_is_skipped(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage(cuda=None))
+    assert outcome("libs.cuda", context(tmp_path)) == (SKIP, "CPU build: no CUDA libraries")
+
+
+def test_loaded_finds_a_library_of_this_process() -> None:
+    assert checks_cpu._loaded("libc.so") is not None
+    assert checks_cpu._loaded("libcudnn.so") is None
+
+
+def test_companion_imports_compute_something(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage())
+    ctx = context(tmp_path)
+    assert outcome("import.torchvision", ctx) == (PASS, "torchvision 0.29.1+cu130: nms ok")
+    assert outcome("import.torchaudio", ctx) == (PASS, "torchaudio 2.11.1+cu132: amplitude_to_DB ok")
+    install(FakeImage(nms_keep=(0, 1, 2), amplitude_db=(0.0, 1.0, 2.0)))
+    assert outcome("import.torchvision", ctx) == (FAIL, "torchvision.ops.nms returned [0, 1, 2], expected [0, 2]")
+    assert outcome("import.torchaudio", ctx) == (
+        FAIL,
+        "torchaudio amplitude_to_DB gave [0.0, 1.0, 2.0], expected [0, 10, 20]",
+    )
+
+
+def test_import_extensions(install: Installer, tmp_path: Path) -> None:
+    install(extension_image(tmp_path, 89))
+    assert outcome("import.extensions", context(tmp_path, extensions=["addone"])) == (PASS, "imported addone")
+    status, message = outcome("import.extensions", context(tmp_path, extensions=["addone", "no-such-ext"]))
+    assert (status, message) == (FAIL, "ModuleNotFoundError: No module named 'no_such_ext'")
+
+
+# --- devel.nvcc: shutil.which and subprocess.run replaced, so no compiler runs ----------------------
+
+
+class FakeNvcc:
+    def __init__(self, release: str = "13.0", writes: int | None = None) -> None:
+        self.release, self.writes = release, writes
+        self.argv: list[list[str]] = []
+
+    def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        self.argv.append(argv)
+        if argv[1] == "--version":
+            out = f"Cuda compilation tools, release {self.release}, V{self.release}.88\nBuild cuda_{self.release}.r0\n"
+            return subprocess.CompletedProcess(argv, 0, out, "")
+        arch = int(argv[2].rpartition("=sm_")[2].rstrip("af"))
+        Path(argv[argv.index("-o") + 1]).write_bytes(container(*sass(self.writes or arch)))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+
+def nvcc_ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc: FakeNvcc | None, **changes: Any) -> Context:
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/local/cuda/bin/nvcc" if nvcc else None)
+    if nvcc is not None:
+        monkeypatch.setattr(subprocess, "run", nvcc)
+    return context(tmp_path, **changes)
+
+
+def test_nvcc_compiles_for_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nvcc = FakeNvcc()
+    ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel")
+    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_13.0.r0; compiled a kernel for sm_89")
+    assert nvcc.argv[1][1:3] == ["-fatbin", "-gencode=arch=compute_89,code=sm_89"]
+
+
+def test_nvcc_of_another_cuda_or_without_the_arch_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(release="12.8"), flavor="devel")
+    assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc is not CUDA 13.0: Build cuda_12.8.r0")
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(writes=86), flavor="devel", arch_list=["sm_90"])
+    assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc compiled for sm_90 but the fatbin holds ['sm_86']")
+
+
+def test_nvcc_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert outcome("devel.nvcc", nvcc_ctx(tmp_path, monkeypatch, None, flavor="runtime")) == (
+        SKIP,
+        "not a devel image (no nvcc)",
+    )
+    assert outcome("devel.nvcc", nvcc_ctx(tmp_path, monkeypatch, None, flavor="devel")) == (
+        FAIL,
+        "devel image without nvcc on PATH",
+    )
+
+
+# --- train.cpu: model.train replaced -----------------------------------------------------------------
+
+
+def test_train_cpu_passes_when_the_loss_halves(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = FakeTrainer(first_loss=2.5, last_loss=1.0)
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", trainer.module())
+    modules = install(FakeImage())
+    ctx = context(tmp_path)
+    status, message = outcome("train.cpu", ctx)
+    assert (status, message.split(" (")[0]) == (PASS, "loss 2.500 -> 1.000 in 30 steps")
+    assert trainer.calls == [{"device": "cpu", "steps": 30, "batch": 64, "amp": False, "channels_last": False}]
+    assert modules["torch"].num_threads_set and ctx.observed["train_cpu"]["last_loss"] == 1.0
+
+
+@pytest.mark.parametrize("last", [1.25, 2.5, float("nan")])
+def test_train_cpu_fails_when_the_loss_does_not_halve(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, last: float
+) -> None:
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.5, last_loss=last).module())
+    install(FakeImage())
+    status, message = outcome("train.cpu", context(tmp_path))
+    assert status == FAIL
+    assert message.startswith("loss went 2.500 -> ")
+    assert message.endswith("in 30 steps; expected below 50% of the start")
+
+
+def test_a_check_that_raises_is_a_failure_with_the_exception(install: Installer, tmp_path: Path) -> None:
+    install(FakeImage(torch="2.14.1+cu130"))
+    del sys.modules["torch"].version  # e.g. a broken install
+    result = run("version.cuda", context(tmp_path))
+    assert (result.status, result.message) == (FAIL, "AttributeError: module 'torch' has no attribute 'version'")

@@ -1,0 +1,228 @@
+"""The GPU checks against fake torch modules: the branches no GPU-less machine could otherwise reach.
+
+Covered here: no GPU (skipped; failed with --require-gpu), a CPU build, a GPU the build has no code
+for, several GPUs, a driver older than the image's minimum, the training comparison's arithmetic
+and the extension self-test. The numerics of gpu.cudnn_conv, gpu.autocast, gpu.tf32 and gpu.nccl
+need a real GPU; they are exercised only in images on a GPU machine (docs/smoke.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_torch import Extension, FakeImage, FakeTrainer, Gpu, Installer
+from smoke_kit import CHECKS, context, outcome
+
+from builder.smoke import checks_gpu
+from builder.smoke.framework import FAIL, PASS, SKIP
+
+GPU_CHECKS = sorted(name for name, c in CHECKS.items() if c.gpu)
+L4 = Gpu(name="NVIDIA L4", capability=(8, 9))
+H200 = Gpu(name="NVIDIA H200", capability=(9, 0))
+B200 = Gpu(name="NVIDIA B200", capability=(10, 0))
+
+
+@pytest.fixture
+def install(monkeypatch: pytest.MonkeyPatch) -> Installer:
+    return Installer(monkeypatch)
+
+
+@pytest.fixture
+def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
+    """The driver version the checks see: set driver[0]."""
+    found: list[str | None] = ["590.48.01"]
+    monkeypatch.setattr(checks_gpu, "driver_version", lambda: found[0])
+    yield found
+
+
+def test_the_gpu_checks_are_the_ones_the_issue_names() -> None:
+    assert GPU_CHECKS == [
+        "gpu.autocast",
+        "gpu.cudnn_conv",
+        "gpu.devices",
+        "gpu.extensions",
+        "gpu.nccl",
+        "gpu.tf32",
+        "gpu.train",
+    ]
+
+
+@pytest.mark.parametrize("name", GPU_CHECKS)
+def test_without_a_gpu_every_gpu_check_is_skipped(install: Installer, tmp_path: Path, name: str) -> None:
+    install(FakeImage(gpus=()))
+    assert outcome(name, context(tmp_path)) == (SKIP, "no GPU visible")
+
+
+@pytest.mark.parametrize("name", GPU_CHECKS)
+def test_without_a_gpu_require_gpu_fails_every_gpu_check(install: Installer, tmp_path: Path, name: str) -> None:
+    install(FakeImage(gpus=()))
+    status, message = outcome(name, context(tmp_path, require_gpu=True))
+    assert status == FAIL
+    assert message.startswith("--require-gpu, but torch.cuda.is_available() is False")
+
+
+@pytest.mark.parametrize("name", GPU_CHECKS)
+def test_a_cpu_build_of_torch_skips_the_gpu_checks(install: Installer, tmp_path: Path, name: str) -> None:
+    install(FakeImage(cuda=None, gpus=(L4,)))
+    assert outcome(name, context(tmp_path)) == (SKIP, "CPU build of torch")
+
+
+# --- gpu.devices -----------------------------------------------------------------------------------
+
+
+def test_devices_names_each_gpu_and_how_the_build_runs_on_it(
+    install: Installer, tmp_path: Path, driver: list[str | None]
+) -> None:
+    install(FakeImage(gpus=(L4, H200), arch_list=("sm_80", "sm_86", "sm_90")))
+    ctx = context(tmp_path)
+    assert outcome("gpu.devices", ctx) == (
+        PASS,
+        "2 GPU(s): NVIDIA L4 sm_89 compatible, NVIDIA H200 sm_90 native; driver 590.48.01",
+    )
+    assert ctx.observed["gpus"][0] == {
+        "index": 0,
+        "name": "NVIDIA L4",
+        "arch": "sm_89",
+        "support": "compatible",
+        "code": "sm_86",
+    }
+    assert ctx.observed["driver"] == "590.48.01"
+
+
+def test_devices_accepts_ptx_for_a_newer_gpu(install: Installer, tmp_path: Path, driver: list[str | None]) -> None:
+    install(FakeImage(gpus=(Gpu(name="RTX PRO 6000", capability=(12, 0)),), arch_list=("sm_90", "compute_90")))
+    assert outcome("gpu.devices", context(tmp_path))[1].startswith("1 GPU(s): RTX PRO 6000 sm_120 ptx")
+
+
+def test_a_gpu_with_an_unsupported_capability_fails_naming_gpu_and_arch(
+    install: Installer, tmp_path: Path, driver: list[str | None]
+) -> None:
+    install(FakeImage(gpus=(H200, B200), arch_list=("sm_80", "sm_86", "sm_90")))
+    assert outcome("gpu.devices", context(tmp_path)) == (
+        FAIL,
+        "GPU 1 (NVIDIA B200, sm_100) has no code in this torch build (sm_80 sm_86 sm_90)",
+    )
+
+
+def test_a_driver_older_than_the_image_minimum_fails(
+    install: Installer, tmp_path: Path, driver: list[str | None]
+) -> None:
+    install(FakeImage(gpus=(L4,)))
+    driver[0] = "575.57.08"
+    assert outcome("gpu.devices", context(tmp_path)) == (
+        FAIL,
+        "driver 575.57.08 is older than the image's minimum 580.65.06",
+    )
+    driver[0] = "580.65.06"  # equal is enough
+    assert outcome("gpu.devices", context(tmp_path))[0] == PASS
+    driver[0] = "1000.1"  # numbers, not strings, are compared
+    assert outcome("gpu.devices", context(tmp_path))[0] == PASS
+
+
+def test_an_unknown_driver_or_minimum_is_not_compared(
+    install: Installer, tmp_path: Path, driver: list[str | None]
+) -> None:
+    install(FakeImage(gpus=(L4,)))
+    driver[0] = None
+    assert outcome("gpu.devices", context(tmp_path)) == (PASS, "1 GPU(s): NVIDIA L4 sm_89 compatible")
+    driver[0] = "470.1"
+    assert outcome("gpu.devices", context(tmp_path, min_driver=None))[0] == PASS
+
+
+@contextmanager
+def proc_version(monkeypatch: pytest.MonkeyPatch, text: str | None) -> Iterator[None]:
+    real_open = open
+
+    def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
+        if path == "/proc/driver/nvidia/version":
+            if text is None:
+                raise FileNotFoundError(path)
+            return StringIO(text)
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(checks_gpu, "open", fake_open, raising=False)
+        yield
+
+
+def test_driver_version_from_proc(monkeypatch: pytest.MonkeyPatch) -> None:
+    line = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build  (dvs-builder@U16)\n"
+    with proc_version(monkeypatch, line):
+        assert checks_gpu.driver_version() == "580.65.06"
+
+
+def test_driver_version_from_nvidia_smi_or_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    answers: list[Any] = ["575.57.08\n575.57.08\n", FileNotFoundError("nvidia-smi"), ""]
+
+    def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return subprocess.CompletedProcess(argv, 0, answer, "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    with proc_version(monkeypatch, None):
+        assert [checks_gpu.driver_version() for _ in range(3)] == ["575.57.08", None, None]
+
+
+# --- gpu.train: model.train replaced ---------------------------------------------------------------
+
+
+def test_train_compares_amp_channels_last_with_fp32(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trainer = FakeTrainer(first_loss=2.4, last_loss=0.2, images_per_second={False: 4000.0, True: 10000.0})
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", trainer.module())
+    install(FakeImage(gpus=(H200,)))
+    ctx = context(tmp_path)
+    assert outcome("gpu.train", ctx) == (
+        PASS,
+        "AMP+channels_last 10000 img/s, fp32 4000 img/s (x2.50); loss 2.40 -> 0.20",
+    )
+    assert [(c["steps"], c["batch"], c["amp"], c["channels_last"]) for c in trainer.calls] == [
+        (5, 64, False, False),  # the warm-up, kept out of the timings
+        (60, 256, True, True),
+        (60, 256, False, False),
+    ]
+    assert ctx.observed["train_gpu"]["speedup"] == 2.5
+
+
+def test_train_fails_when_a_loss_does_not_halve(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.4, last_loss=1.3).module())
+    install(FakeImage(gpus=(H200,)))
+    assert outcome("gpu.train", context(tmp_path)) == (FAIL, "AMP: loss 2.400 -> 1.300, did not fall by half")
+
+
+# --- gpu.extensions --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("correct", "expected"),
+    [(True, (PASS, "addone.add_one ok")), (False, (FAIL, "addone.add_one gave a wrong answer on the GPU"))],
+)
+def test_the_example_extension_runs(
+    install: Installer, tmp_path: Path, correct: bool, expected: tuple[str, str]
+) -> None:
+    install(FakeImage(gpus=(L4,), extensions=(Extension(name="addone", correct=correct),)))
+    assert outcome("gpu.extensions", context(tmp_path, extensions=["addone"])) == expected
+
+
+def test_extensions_without_a_self_test_are_skipped(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = install(FakeImage(gpus=(L4,), extensions=(Extension(name="addone"),)))
+    assert outcome("gpu.extensions", context(tmp_path)) == (SKIP, "the image declares no extensions")
+    monkeypatch.delattr(modules["addone"], "add_one")
+    assert outcome("gpu.extensions", context(tmp_path, extensions=["addone"])) == (
+        SKIP,
+        "addone: no known self-test (torchyard's example exposes add_one)",
+    )
