@@ -136,12 +136,15 @@ def _build_and_verify(
     name = target.flavor.value
     start = time.monotonic()
     log_path = settings.out_dir / f"build-{name}.log"
-    with log_path.open("w") as build_log:
+    with log_path.open("w", buffering=1) as build_log:  # line-buffered: `tail -f` follows the build
 
         def on_line(line: str) -> None:
             build_log.write(line + "\n")
-            if settings.verbose or (line.startswith("#") and " [" in line and "] " in line and "DONE" not in line):
+            if settings.verbose:
                 log(f"[{name}] {line}")
+            elif line.startswith("#") and " [" in line and "] " in line and "DONE" not in line:
+                step = " ".join(line.split())  # BuildKit's step headers: a compact progress view
+                log(f"[{name}] {step[:100]}{'...' if len(step) > 100 else ''}")
 
         argv = build_argv(plan, target.flavor, settings.out_dir, settings.repo, secret_files, buildx=buildx, tags=False)
         log(f"[{name}] building (log: {log_path})")
