@@ -9,6 +9,7 @@ Every worker started is recorded and killed at teardown if a test left one alive
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import signal
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_torch import FakeImage, write_stubs
+from fake_torch import FakeImage, manifest, write_stubs
 from smoke_kit import CHECKS, context
 
-from builder.smoke import runner
+from builder.smoke import cli, runner
 from builder.smoke.framework import FAIL, PASS, SKIP, Context, Result
 from builder.smoke.runner import run_all
 
@@ -230,3 +231,27 @@ def test_the_worker_runs_under_the_parent_interpreter(workers: Workers, image: I
     run(["version.python"], context(tmp_path))
     argv = workers.started[0].args
     assert isinstance(argv, list) and argv[:3] == [sys.executable, runner._PACKAGE_DIR, "--worker"]
+
+
+def test_the_command_line_end_to_end(
+    workers: Workers, image: Image, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    image(FakeImage(hang_on_import=("torchaudio",)))
+    expect, report = tmp_path / "manifest.json", tmp_path / "smoke.json"
+    expect.write_text(json.dumps(manifest()))
+    argv = ["--expect", str(expect), "--only", "version.", "--only", "gpu.dev", "--timeout-scale", "0.02"]
+    assert cli.main([*argv, "--json", str(report)]) == 1
+    checks = json.loads(report.read_text())["checks"]
+    assert [(c["name"], c["status"]) for c in checks] == [
+        ("version.torch", PASS),
+        ("version.torchvision", PASS),
+        ("version.torchaudio", FAIL),
+        ("version.cuda", PASS),
+        ("version.cudnn", PASS),
+        ("version.nccl", PASS),
+        ("version.python", PASS),
+        ("version.os", PASS),
+        ("gpu.devices", SKIP),
+    ]
+    assert checks[2]["message"] == "timed out after 1 s (hung; the worker was killed)"
+    assert capsys.readouterr().out.splitlines()[-1] == "7 passed, 1 failed, 1 skipped"
