@@ -101,17 +101,24 @@ def targets(ctx: Context) -> list[str]:
 
 
 def verdict(target: str, sass: list[str], ptx: list[str]) -> tuple[str, str]:
-    """Binary compatibility: native SASS; same-major lower-minor SASS; PTX of an equal-or-lower arch."""
+    """Binary compatibility (compat-facts section 2): native SASS; same-major lower-minor SASS; PTX of an
+    equal-or-lower arch. Arch-specific code (sm_90a) runs only on exactly its GPU and is never forward
+    compatible; an arch-specific target (a --arch sm_90a build) is met only by its own code."""
     want = arch_key(target)
     if want is None:
         raise Failed(f"{target!r} is not an architecture name like sm_89")
-    keys = {arch_key(a): a for a in sass}
-    if want in keys:
-        return "native", keys[want]
-    same = sorted(k for k in keys if k and k[0] == want[0] and k[1] < want[1])
+    if target in sass:
+        return "native", target
+    if target.endswith("a"):
+        return "none", ""
+    exact = [a for a in sass if arch_key(a) == want]  # sm_90a code on an sm_90 GPU, family code
+    if exact:
+        return "native", exact[0]
+    portable = {arch_key(a): a for a in sass if not a.endswith("a")}
+    same = sorted(k for k in portable if k and k[0] == want[0] and k[1] < want[1])
     if same:
-        return "compatible", keys[same[-1]]
-    jit = sorted(k for k in (arch_key(p) for p in ptx) if k and k <= want)
+        return "compatible", portable[same[-1]]
+    jit = sorted(k for k in (arch_key(p) for p in ptx if not p.endswith("a")) if k and k <= want)
     if jit:
         return "ptx", f"compute_{jit[-1][0]}{jit[-1][1]}"
     return "none", ""
@@ -123,7 +130,7 @@ def _cover(ctx: Context, what: str, sass: list[str], ptx: list[str], *, native_o
         raise Skipped(f"no target architecture (give --arch); {what} has {' '.join(sass) or 'no SASS'}")
     verdicts = []
     for target in wanted:
-        kind, code = verdict(target.rstrip("af"), sass, ptx)
+        kind, code = verdict(target, sass, ptx)
         verdicts.append(f"{target}: {kind}" + (f" ({code})" if code and kind != "native" else ""))
         if kind == "none" or (native_only and kind != "native"):
             raise Failed(
@@ -278,7 +285,8 @@ def nvcc(ctx: Context) -> str:
             check=True,
         )
         sass, _ = code_list(out).names()
-    if f"sm_{number.rstrip('af')}" not in sass:
+    expected = f"sm_{number}" if number.endswith("a") else f"sm_{number.rstrip('f')}"
+    if expected not in sass:
         raise Failed(f"nvcc compiled for sm_{number} but the fatbin holds {sass}")
     return f"{ctx.observed['nvcc']}; compiled a kernel for sm_{number}"
 

@@ -15,16 +15,28 @@ from dataclasses import dataclass, field
 _MAGIC = struct.pack("<I", 0xBA55ED50)
 _HEADER = struct.Struct("<IHHQ")  # magic, version, header size, size of the entries that follow
 _ENTRY = struct.Struct("<HHIQIIHHI")  # kind, -, header size, payload size, compressed, -, minor, major, arch
+_FLAGS = struct.Struct("<Q")  # at offset 0x28 of an entry header of 48 bytes or more
+_FLAGS_OFFSET = 0x28
+# Entries for arch-specific targets (sm_90a, sm_100a, ...) carry this flag; cuobjdump names them with
+# the `a` suffix (the counts match cuobjdump --list-elf on torch 2.14's libtorch_cuda.so: docs/smoke.md).
+_ARCH_SPECIFIC = 0x100000
 _KIND_PTX, _KIND_ELF = 1, 2
 
 
 @dataclass
 class CodeList:
-    sass: set[int] = field(default_factory=set)  # 89 for sm_89
-    ptx: set[int] = field(default_factory=set)
+    sass: set[str] = field(default_factory=set)  # "89" for sm_89, "90a" for sm_90a
+    ptx: set[str] = field(default_factory=set)
 
     def names(self) -> tuple[list[str], list[str]]:
-        return [f"sm_{a}" for a in sorted(self.sass)], [f"compute_{a}" for a in sorted(self.ptx)]
+        return [f"sm_{a}" for a in sorted(self.sass, key=_order)], [
+            f"compute_{a}" for a in sorted(self.ptx, key=_order)
+        ]
+
+
+def _order(name: str) -> tuple[int, str]:
+    digits = name.rstrip("af")
+    return int(digits), name[len(digits) :]
 
 
 def _fatbin_range(mem: mmap.mmap) -> tuple[int, int]:
@@ -64,5 +76,9 @@ def _read_entries(mem: mmap.mmap, entry: int, stop: int, found: CodeList) -> Non
         kind, _, header_size, payload, _, _, _, _, arch = _ENTRY.unpack_from(mem, entry)
         if header_size < _ENTRY.size or kind not in (_KIND_PTX, _KIND_ELF):
             return
-        (found.ptx if kind == _KIND_PTX else found.sass).add(arch)
+        flags = 0
+        if header_size >= _FLAGS_OFFSET + _FLAGS.size:
+            (flags,) = _FLAGS.unpack_from(mem, entry + _FLAGS_OFFSET)
+        name = f"{arch}{'a' if flags & _ARCH_SPECIFIC else ''}"
+        (found.ptx if kind == _KIND_PTX else found.sass).add(name)
         entry += header_size + payload
