@@ -45,8 +45,19 @@ def run_one(item: Check, ctx: Context) -> Result:
     return Result(item.name, status, message, time.perf_counter() - start)
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel kills the worker when the suite's process dies, so a hung check cannot outlive it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def worker(config: dict[str, Any], protocol: IO[str]) -> None:
     """Inside the worker: run the named checks, one JSON line per event."""
+    _die_with_parent()
     ctx = Context(expect=Expectations(**config["expect"]), arch=config["arch"], require_gpu=config["require_gpu"])
     by_name = {c.name: c for c in load_checks()}
     for name in config["names"]:
