@@ -64,6 +64,7 @@ RUN --mount=type=cache,id=pip-ubuntu22.04,target=/root/.cache/pip,sharing=locked
 
 # ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
 FROM os AS venv
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/torchyard /opt/torchyard
 
@@ -96,8 +97,8 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
       ninja-build \
       python3-dev; \
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
-COPY --from=build /opt/venv /opt/venv
-COPY --from=build /opt/torchyard /opt/torchyard
+COPY --from=venv /opt/venv /opt/venv
+COPY --from=venv /opt/torchyard /opt/torchyard
 WORKDIR /workspace
 RUN --mount=type=cache,id=pip-ubuntu22.04,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \

@@ -64,6 +64,7 @@ RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
 
 # ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
 FROM os AS venv
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/torchyard /opt/torchyard
 

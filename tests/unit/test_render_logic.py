@@ -401,3 +401,15 @@ def test_a_runtime_render_mentions_the_missing_devel(render: Any, tmp_path: Path
     code, printed, _ = render("--torch", "2.5.1", "--os", "debian12", "--python", "3.11", "-o", str(tmp_path))
     assert code == 0
     assert f"devel: not available: {NO_DEVEL_12_4}\n" in printed
+
+
+def test_additions_sit_on_top_of_the_venv_copy_in_their_own_layer() -> None:
+    # Adding or changing --pip must not invalidate the 5.8 GB COPY of the torch venv (bench/publish_bench.py).
+    p = plan(CU130, extra_pip=("six==1.16.0",))
+    assert not any("six" in args for _, args in instructions(p.dockerfile, "build"))
+    venv = instructions(p.dockerfile, "venv")
+    copy = venv.index(("COPY", "--from=build /opt/venv /opt/venv"))
+    install = next(i for i, (keyword, args) in enumerate(venv) if keyword == "RUN" and "'six==1.16.0'" in args)
+    assert copy < install
+    cuda_base = plan(CU124_UBUNTU, Strategy.CUDA_BASE, extra_pip=("six==1.16.0",))
+    assert ("COPY", "--from=venv /opt/venv /opt/venv") in instructions(cuda_base.dockerfile, "toolchain")
