@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -81,7 +82,7 @@ def run_phase(name: str, matrix: Path, storage: Path, folder: Path) -> Phase:
     )
     seconds = time.monotonic() - start
     if done.returncode != 0:
-        sys.exit(f"{name}: publish failed\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
+        sys.exit(f"{name}: publish failed (logs under {folder / name})\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}")
     data = json.loads(report.read_text())
     return Phase(name, seconds, du(storage) - before, {i["id"]: i["status"] for i in data["items"]})
 
@@ -91,29 +92,30 @@ def main() -> None:
     parser.add_argument("--keep-build-cache", action="store_true")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="torchyard-publish-bench-") as tmp:
-        folder = Path(tmp)
-        storage = folder / "registry"
-        storage.mkdir()
-        config = folder / "registry.yml"
-        config.write_text(
-            f"version: 0.1\nstorage: {{filesystem: {{rootdirectory: {storage}}}}}\nhttp: {{addr: 127.0.0.1:{PORT}}}\n"
-        )
-        registry = subprocess.Popen(
-            ["docker-registry", "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        try:
-            time.sleep(2)
-            if not args.keep_build_cache:
-                subprocess.run([DOCKER, "builder", "prune", "-af"], check=True, capture_output=True)
-            base = matrix_with(SET, folder, "set")
-            phases = [
-                run_phase("cold", base, storage, folder),
-                run_phase("warm", base, storage, folder),
-                run_phase("one-line change", matrix_with(CHANGED, folder, "changed"), storage, folder),
-            ]
-        finally:
-            registry.terminate()
+    folder = Path(tempfile.gettempdir()) / "torchyard-publish-bench"  # kept afterwards: logs, reports
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    storage = folder / "registry"
+    storage.mkdir()
+    config = folder / "registry.yml"
+    config.write_text(
+        f"version: 0.1\nstorage: {{filesystem: {{rootdirectory: {storage}}}}}\nhttp: {{addr: 127.0.0.1:{PORT}}}\n"
+    )
+    registry = subprocess.Popen(
+        ["docker-registry", "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        time.sleep(2)
+        if not args.keep_build_cache:
+            subprocess.run([DOCKER, "builder", "prune", "-af"], check=True, capture_output=True)
+        base = matrix_with(SET, folder, "set")
+        phases = [
+            run_phase("cold", base, storage, folder),
+            run_phase("warm", base, storage, folder),
+            run_phase("one-line change", matrix_with(CHANGED, folder, "changed"), storage, folder),
+        ]
+    finally:
+        registry.terminate()
     if not args.markdown:
         print(json.dumps([vars(p) for p in phases], indent=2))
         return
