@@ -21,6 +21,7 @@ from kit import (
     REGISTRY,
     Run,
     registry_password,
+    remove_images_of_run,
     torchyard,
     untag_repo,
 )
@@ -30,7 +31,7 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 
 
 @pytest.fixture(scope="session", autouse=True)
-def services() -> None:
+def services() -> Iterator[None]:
     if HOST_CA.exists():  # builds reach PyPI through this network's proxy: as a user here would, trust it
         os.environ.setdefault("PIP_CERT", str(HOST_CA))
     problems = []
@@ -48,6 +49,8 @@ def services() -> None:
             "(scripts/test does), or deselect them with -m 'not docker'",
             pytrace=False,
         )
+    yield
+    remove_images_of_run(RUN_ID)
 
 
 @dataclass(frozen=True)

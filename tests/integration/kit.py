@@ -63,6 +63,16 @@ def untag_repo(repo: str) -> None:
         docker("rmi", "--no-prune", ref)
 
 
+def remove_images_of_run(run_id: str) -> None:
+    """Everything the session tagged (its repositories carry the run id), then what that leaves dangling:
+    the tests' images are GBs each, and a CI machine's disk is shared."""
+    listed = docker("images", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    refs = [ref for ref in listed if run_id in ref]
+    if refs:
+        docker("rmi", "-f", *refs)
+    docker("image", "prune", "-f", "--filter", "label=io.torchyard.version")
+
+
 def one_line_error(run: Run) -> str:
     """The error contract: exactly one line on stderr, 'torchyard: error: ...', no traceback."""
     lines = [line for line in run.err.splitlines() if line.strip()]
