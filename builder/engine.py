@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from builder.errors import BuildError, EngineError, Interrupted, PushError
-from builder.process import run_command
+from builder.process import check_cancelled, run_command
 
 MIN_API = (1, 39)  # Docker 18.09: BuildKit secrets and cache mounts
 DOCKER_ENV = "TORCHYARD_DOCKER"  # a docker CLI to use for builds
@@ -179,6 +179,7 @@ class DockerEngine:
                 repo, tag=tag, stream=True, decode=True, auth_config=auth.sdk() if auth else None
             )
             for event in stream:
+                check_cancelled(f"{ref} was pushed")
                 if "error" in event:
                     raise PushError(f"push {ref}: {event['error'].strip()}")
                 digest = (event.get("aux") or {}).get("Digest", digest)
@@ -186,7 +187,7 @@ class DockerEngine:
                     on_line(str(event["status"]))
         except KeyboardInterrupt:
             raise Interrupted(f"interrupted while pushing {ref}") from None
-        except PushError:
+        except (PushError, Interrupted):
             raise
         except Exception as exc:
             raise PushError(f"push {ref}: {_short(exc)}") from None
@@ -227,6 +228,7 @@ class DockerEngine:
         with self._container(image, command, mounts, gpus, user) as container:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
+                check_cancelled(f"{image[:19]} finished its run")  # the container is removed on the way out
                 container.reload()
                 if container.status == "exited":
                     code = int(container.attrs["State"]["ExitCode"])

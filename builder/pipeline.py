@@ -13,6 +13,7 @@ from pathlib import Path
 from builder.engine import Engine, RegistryAuth
 from builder.errors import BuildError
 from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs, write_context
+from builder.process import check_cancelled
 from builder.registry import Registry
 from builder.render.context import cuda_home
 from builder.render.options import Flavor
@@ -66,6 +67,7 @@ def build(
     with _secret_files(plan, settings, bool(todo)) as secret_files:
         for target, outcome in todo:
             _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, buildx)
+    check_cancelled("tagging")
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in _refs(settings, target):
             engine.tag(outcome.image_id, ref)
@@ -73,6 +75,7 @@ def build(
         log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):
+            check_cancelled("pushing")
             _push(engine, registry, plan, target, settings, outcome, log)
     return outcomes
 

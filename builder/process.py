@@ -15,6 +15,18 @@ from builder.errors import Interrupted
 # stops them all through stop_all().
 _RUNNING: set[subprocess.Popen[str]] = set()
 _LOCK = threading.Lock()
+# Set by stop_all(): long steps in other threads (smoke containers, pushes) check it and stop too.
+_CANCELLED = threading.Event()
+
+
+def check_cancelled(doing: str) -> None:
+    """Raise Interrupted if a stop was asked for (Ctrl-C in publish's main thread)."""
+    if _CANCELLED.is_set():
+        raise Interrupted(f"interrupted before {doing}")
+
+
+def reset_cancel() -> None:
+    _CANCELLED.clear()
 
 
 @dataclass(frozen=True)
@@ -36,6 +48,7 @@ def run_command(
     On Ctrl-C the child's process group is stopped before Interrupted is raised, so no build keeps
     running in the background.
     """
+    check_cancelled(f"running {argv[0]}")
     merged = dict(os.environ if env is None else env)
     proc = subprocess.Popen(
         list(argv),
@@ -67,7 +80,8 @@ def run_command(
 
 
 def stop_all() -> int:
-    """Stop every child run_command is waiting on (their callers then see a failed command)."""
+    """Stop every child run_command is waiting on, and ask every other long step to stop."""
+    _CANCELLED.set()
     with _LOCK:
         running = list(_RUNNING)
     for proc in running:

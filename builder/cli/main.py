@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> None:
             raise
         click.echo(f"torchyard: error: {exc}", err=True)
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("torchyard: interrupted", err=True)
+    except click.exceptions.Abort:  # Ctrl-C outside the steps that raise Interrupted themselves
+        click.echo("torchyard: error: interrupted: nothing unverified was tagged or pushed", err=True)
         sys.exit(130)
     except click.ClickException as exc:
         if debug:

@@ -22,7 +22,7 @@ from builder.errors import Interrupted, TorchyardError
 from builder.matrix.model import Matrix
 from builder.pipeline import BuildSettings, build
 from builder.plan import CONTENT_LABEL, Plan, make_plan
-from builder.process import stop_all
+from builder.process import reset_cancel, stop_all
 from builder.publish.items import Excluded, Item
 from builder.registry import Registry
 
@@ -94,6 +94,7 @@ def publish(
     engine_factory: EngineFactory = DockerEngine,
 ) -> Report:
     start = time.monotonic()
+    reset_cancel()
     groups: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         groups[item.group].append(item)
@@ -166,6 +167,9 @@ def _run_group(
                 ),
                 lambda line: print(line, file=group_log),
             )
+        except Interrupted as exc:
+            group_log.write(f"INTERRUPTED: {exc}\n")
+            return [ItemResult(i.id, "failed", reason=str(exc), seconds=time.monotonic() - started) for i in members]
         except TorchyardError as exc:
             group_log.write(f"FAILED: {exc}\n")
             log(f"FAIL  {name}: {exc}".splitlines()[0])
