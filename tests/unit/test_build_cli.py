@@ -268,7 +268,8 @@ def test_the_pip_index_reaches_the_build_as_a_generated_secret(cli: Cli, engines
          "torchyard: error: push r: denied: requested access to the resource is denied\n"),
         ("fail_build", Interrupted("interrupted while running /usr/bin/docker build"), 130,
          "torchyard: error: interrupted while running /usr/bin/docker build\n"),
-        ("fail_build", KeyboardInterrupt(), 130, "\ntorchyard: error: interrupted: nothing unverified was tagged or pushed\n"),
+        ("fail_build", KeyboardInterrupt(), 130,
+         "\ntorchyard: error: interrupted: nothing unverified was tagged or pushed\n"),
     ],
 )  # fmt: skip
 def test_each_failure_is_one_line_with_its_exit_code(
