@@ -29,12 +29,7 @@ class Item:
 
     @property
     def id(self) -> str:
-        parts = [self.combo.id, self.flavor.value]
-        if self.options.strategy is not Strategy.WHEELS:
-            parts.append(self.options.strategy.value)
-        if self.options.archs:
-            parts.append("-".join(f"sm{a.cmake}" for a in self.options.archs))
-        return "-".join(parts)
+        return item_id(self.combo.id, self.flavor, self.options)
 
     @property
     def group(self) -> str:
@@ -42,9 +37,26 @@ class Item:
         return f"{self.entry.name}/{self.combo.id}"
 
 
+def item_id(combo_id: str, flavor: Flavor, options: RenderOptions) -> str:
+    parts = [combo_id, flavor.value]
+    if options.strategy is not Strategy.WHEELS:
+        parts.append(options.strategy.value)
+    if options.archs:
+        parts.append("-".join(f"sm{a.cmake}" for a in options.archs))
+    return "-".join(parts)
+
+
 @dataclass(frozen=True)
 class Excluded:
     entry: str
+    id: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Unpublished:
+    """A combination the entry names but torch does not publish (no such wheel variant)."""
+
     id: str
     reason: str
 
@@ -57,18 +69,20 @@ def expand(m: Matrix, network: Network | None = None) -> tuple[list[Item], list[
         options = RenderOptions(
             strategy=Strategy(entry.strategy), archs=entry.archs, extra_pip=entry.pip, network=network or Network()
         )
-        for combo, missing in _combinations(m, entry):
-            problem = missing or _rules_problem(f, combo) or _render_problem(m, combo, options)
-            for flavor in entry.flavors:
-                item = Item(entry, combo, Flavor(flavor), options)
+        for combo in _combinations(m, entry):
+            problem = combo.reason if isinstance(combo, _Unpublished) else None
+            if isinstance(combo, Combination):
+                problem = _rules_problem(f, combo) or _render_problem(m, combo, options)
+            for flavor in map(Flavor, entry.flavors):
                 if problem is not None:
-                    excluded.append(Excluded(entry.name, item.id, problem))
+                    excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
                 else:
-                    items.append(item)
+                    assert isinstance(combo, Combination)
+                    items.append(Item(entry, combo, flavor, options))
     return items, excluded
 
 
-def _combinations(m: Matrix, entry: PublishEntry) -> Iterator[tuple[Combination, str | None]]:
+def _combinations(m: Matrix, entry: PublishEntry) -> Iterator[Combination | _Unpublished]:
     for release in m.torch:
         if release.version not in entry.torch:
             continue
@@ -77,12 +91,12 @@ def _combinations(m: Matrix, entry: PublishEntry) -> Iterator[tuple[Combination,
                 name = release.pypi_default if variant_name == PYPI_DEFAULT else variant_name
                 variant = release.variant(name)
                 for python in _pythons(entry, base):
-                    if variant is None:
-                        published = ", ".join(v.name for v in release.variants)
-                        placeholder = Combination(release, release.variants[0], python, base)
-                        yield placeholder, f"torch {release.version} publishes no {name} wheels ({published})"
+                    if variant is not None:
+                        yield Combination(release, variant, python, base)
                         continue
-                    yield Combination(release, variant, python, base), None
+                    published = ", ".join(v.name for v in release.variants)
+                    ident = f"torch{release.version}-{name}-py{python}-{base.name}"
+                    yield _Unpublished(ident, f"torch {release.version} publishes no {name} wheels ({published})")
 
 
 def _pythons(entry: PublishEntry, base: OSBase) -> tuple[str, ...]:

@@ -83,6 +83,7 @@ class Report:
 
 
 EngineFactory = Callable[[], Engine]
+RegistryFactory = Callable[[RegistryAuth | None], Registry]  # one per thread: a requests.Session is not shared
 
 
 def publish(
@@ -92,6 +93,7 @@ def publish(
     settings: PublishSettings,
     log: Log,
     engine_factory: EngineFactory = DockerEngine,
+    registry_factory: RegistryFactory = Registry,
 ) -> Report:
     start = time.monotonic()
     reset_cancel()
@@ -103,16 +105,22 @@ def publish(
     lock = threading.Lock()
 
     def run_group(name: str, members: list[Item]) -> None:
-        done = _run_group(m, name, members, settings, engine_factory(), plans, lock, log)
+        done = _run_group(
+            m, name, members, settings, engine_factory(), registry_factory(settings.auth), plans, lock, log
+        )
         with lock:
             results.update({r.id: r for r in done})
 
     if settings.aliases_only:
-        results.update(_published(m, items, settings, plans, log))
+        results.update(_published(m, items, settings, registry_factory(settings.auth), plans, log))
     else:
         _run_all(groups, run_group, settings.jobs, log)
     ordered = [results[i.id] for i in items] + [ItemResult(e.id, "excluded", reason=e.reason) for e in excluded]
-    aliases = _move_aliases(items, plans, results, settings, engine_factory(), log) if settings.aliases else []
+    aliases = (
+        _move_aliases(items, plans, results, settings, engine_factory(), registry_factory(settings.auth), log)
+        if settings.aliases
+        else []
+    )
     return Report(ordered, aliases, time.monotonic() - start)
 
 
@@ -138,6 +146,7 @@ def _run_group(
     members: list[Item],
     settings: PublishSettings,
     engine: Engine,
+    registry: Registry,
     plans: dict[str, Plan],
     lock: threading.Lock,
     log: Log,
@@ -166,6 +175,7 @@ def _run_group(
                     require_archs=tuple(a.name for a in first.entry.require_archs),
                 ),
                 lambda line: print(line, file=group_log),
+                registry,
             )
         except Interrupted as exc:
             group_log.write(f"INTERRUPTED: {exc}\n")
@@ -186,10 +196,9 @@ def _run_group(
 
 
 def _published(
-    m: Matrix, items: list[Item], settings: PublishSettings, plans: dict[str, Plan], log: Log
+    m: Matrix, items: list[Item], settings: PublishSettings, registry: Registry, plans: dict[str, Plan], log: Log
 ) -> dict[str, ItemResult]:
     """For --aliases-only: which items the registry already holds with their current content."""
-    registry = Registry(settings.auth)
     found = {}
     for item in items:
         plan = plans.setdefault(item.group, make_plan(m, item.combo, item.options))
@@ -209,6 +218,7 @@ def _move_aliases(
     results: dict[str, ItemResult],
     settings: PublishSettings,
     engine: Engine,
+    registry: Registry,
     log: Log,
 ) -> list[AliasResult]:
     """An alias moves to its owner's image only when every item carrying it passed (built or skipped)."""
@@ -218,7 +228,6 @@ def _move_aliases(
         if plan is not None:
             for alias in plan.target(item.flavor).tags.aliases:
                 carriers[alias].append(item)
-    registry = Registry(settings.auth)
     moved = []
     for alias, members in sorted(carriers.items()):
         ref = f"{settings.repo}:{alias}"
@@ -245,6 +254,11 @@ def _move(
     alias = alias_ref.rsplit(":", 1)[1]
     try:
         if not settings.push:
+            local = engine.inspect(immutable)
+            if local is None:
+                raise TorchyardError(f"{immutable} is not in the local engine")
+            engine.tag(local.id, alias_ref)
+            log(f"MOVE  {alias_ref} -> {immutable} (local only)")
             return AliasResult(alias, "moved", immutable, "locally (no push)")
         labels = registry.labels(alias_ref)
         if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:

@@ -1,0 +1,101 @@
+"""Helpers for the publish tests: the real matrix with a publish set of the test's own, and fake engines
+that behave like one Docker daemon shared by the publish run's threads.
+
+`PublishFakes.factory` hands a new FakeEngine to every group (as publish makes one client per group);
+they share images and tags (one daemon) and one FakeRegistry, and each picks the contents of what it
+builds from the content-hash label of the build, so any item of the set builds with the right labels and
+versions. Faults are set per group: `fault(group, fail_push=...)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fake_engine import FakeEngine, FakeRegistry, contents_of
+from render_kit import ROOT
+
+from builder.engine import RegistryAuth
+from builder.matrix import Matrix, load_matrix
+from builder.plan import CONTENT_LABEL, Plan, make_plan
+from builder.publish.items import Item, expand
+
+REPO = "127.0.0.1:5000/team/torch"
+
+
+def matrix_with(publish: str, folder: Path) -> Matrix:
+    """The real matrix.toml with its [[publish]] entries replaced by `publish`."""
+    text = (ROOT / "matrix.toml").read_text()
+    path = folder / "matrix.toml"
+    path.write_text(text[: text.index("[[publish]]")] + publish)
+    return load_matrix(path)
+
+
+@dataclass
+class PublishFakes:
+    m: Matrix
+    items: list[Item]
+    registry: FakeRegistry = field(default_factory=FakeRegistry)
+    engines: list[FakeEngine] = field(default_factory=list)
+    faults: dict[str, dict[str, Any]] = field(default_factory=dict)  # group -> knobs
+    every: dict[str, Any] = field(default_factory=dict)  # knobs of every engine made from now on
+    plans: dict[str, Plan] = field(default_factory=dict)  # content hash -> plan
+    groups: dict[str, str] = field(default_factory=dict)  # content hash -> group
+
+    def __post_init__(self) -> None:
+        for item in self.items:
+            plan = make_plan(self.m, item.combo, item.options)
+            self.plans[plan.content_hash] = plan
+            self.groups[plan.content_hash] = item.group
+        self._images: dict[str, Any] = {}
+        self._tags: dict[str, str] = {}
+        self._built: dict[str, str] = {}
+
+    def fault(self, group: str, **knobs: Any) -> None:
+        assert group in self.groups.values(), f"no group {group}"
+        self.faults[group] = knobs
+
+    def factory(self) -> FakeEngine:
+        engine = _SharedFake(self, {}, registry=self.registry)
+        engine.images, engine.tags, engine.built_target = self._images, self._tags, self._built
+        for knob, value in self.every.items():
+            setattr(engine, knob, value)
+        self.engines.append(engine)
+        return engine
+
+    def registry_for(self, auth: RegistryAuth | None) -> FakeRegistry:
+        return self.registry
+
+    def ops(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Every engine call of the run, engine by engine (each group's calls are in order)."""
+        return [(c.op, c.args) for e in self.engines for c in e.calls]
+
+    def pushed(self) -> list[str]:
+        return [ref for e in self.engines for ref in e.pushed()]
+
+    def tagged(self) -> set[str]:
+        return set(self._tags)
+
+
+class _SharedFake(FakeEngine):
+    """Builds whatever plan the content-hash label names, with that plan's group's faults."""
+
+    def __init__(self, fakes: PublishFakes, contents: Any, registry: FakeRegistry) -> None:
+        super().__init__(contents, registry=registry)
+        self.fakes = fakes
+
+    def build(self, argv: list[str], on_line: Any) -> str:
+        label = next(a for a in argv if a.startswith(f"{CONTENT_LABEL}="))
+        content_hash = label.split("=", 1)[1]
+        self.contents = contents_of(self.fakes.plans[content_hash])
+        for knob, value in self.fakes.faults.get(self.fakes.groups[content_hash], {}).items():
+            setattr(self, knob, value)
+        return super().build(argv, on_line)
+
+
+def fakes_for(publish: str, folder: Path) -> PublishFakes:
+    m = matrix_with(publish, folder)
+    items, excluded = expand(m)
+    assert items, f"the publish set selects nothing: {excluded}"
+    return PublishFakes(m, items)

@@ -1,0 +1,236 @@
+"""torchyard publish against fake engines at the seam: what is built, pushed and aliased, in which order,
+and what a failure anywhere leaves behind (never a tag or alias on an unverified image).
+
+The docker tier (tests/integration/test_publish.py) runs the same scenarios for real; these pin down the
+ordering and every branch of the alias rules, which a real run cannot force.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from publish_kit import REPO, PublishFakes, fakes_for
+
+import builder.engine
+from builder.errors import Interrupted, PushError
+from builder.publish.run import PublishSettings, Report, publish, write_report
+
+# Two groups of torch 2.14.1 (cu130 runtime + devel; cu126 runtime) and the newest torch's runtime.
+SET = """
+[[publish]]
+name = "cu130"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime", "devel"]
+
+[[publish]]
+name = "cu126"
+torch = "==2.14.1"
+variants = ["cu126"]
+os = ["debian12"]
+flavors = ["runtime"]
+
+[[publish]]
+name = "newest"
+torch = "==2.15.0"
+os = ["debian12"]
+flavors = ["runtime"]
+"""
+CU130 = "cu130/torch2.14.1-cu130-py3.11-debian12"
+CU126 = "cu126/torch2.14.1-cu126-py3.11-debian12"
+NEWEST = "newest/torch2.15.0-cu132-py3.11-debian12"
+CU130_RUNTIME = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
+CU130_DEVEL = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel"
+CU126_RUNTIME = f"{REPO}:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+NEWEST_RUNTIME = f"{REPO}:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime"
+IMMUTABLES = {CU130_RUNTIME, CU130_DEVEL, CU126_RUNTIME, NEWEST_RUNTIME}
+ALIASES = {
+    "2.14-cuda13.0-runtime": CU130_RUNTIME,
+    "2.14-cuda13.0-devel": CU130_DEVEL,
+    "2.14-cuda12.6-runtime": CU126_RUNTIME,
+    "2.15-cuda13.2-runtime": NEWEST_RUNTIME,
+    "latest-runtime": NEWEST_RUNTIME,
+}
+
+
+@pytest.fixture(autouse=True)
+def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a unit test reached the real Docker engine")
+
+    monkeypatch.setattr(builder.engine.DockerEngine, "_sdk", refuse)
+    monkeypatch.setattr(builder.engine, "run_command", refuse)
+
+
+@pytest.fixture
+def fakes(tmp_path: Path) -> PublishFakes:
+    return fakes_for(SET, tmp_path)
+
+
+def run(fakes: PublishFakes, tmp_path: Path, **options: object) -> tuple[Report, list[str]]:
+    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
+    log: list[str] = []
+    report = publish(fakes.m, fakes.items, [], settings, log.append, fakes.factory, fakes.registry_for)
+    return report, log
+
+
+def statuses(report: Report) -> dict[str, str]:
+    return {i.id: i.status for i in report.items}
+
+
+def alias_statuses(report: Report) -> dict[str, str]:
+    return {a.alias: a.status for a in report.aliases}
+
+
+def smoke_runs(fakes: PublishFakes) -> Iterator[str]:
+    """Images the smoke suite ran in, by image id."""
+    for op, args in fakes.ops():
+        if op == "run" and any(a.startswith("/torchyard-out/") for a in args):
+            yield args[0]
+
+
+def test_every_image_is_built_verified_pushed_then_every_alias_moves(fakes: PublishFakes, tmp_path: Path) -> None:
+    report, log = run(fakes, tmp_path)
+
+    assert not report.failed
+    assert set(statuses(report).values()) == {"built"} and len(report.items) == 4
+    assert {a.alias: a.target for a in report.aliases} == ALIASES
+    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
+    pushed = fakes.pushed()
+    assert set(pushed[:4]) == IMMUTABLES, "immutable tags go first"
+    assert set(pushed[4:]) == {f"{REPO}:{a}" for a in ALIASES} and len(pushed) == 9
+    for ref in IMMUTABLES:  # each pushed image is the one its smoke suite ran in
+        assert fakes.registry.refs[ref]
+        assert fakes.tagged() >= {ref}
+    assert len(set(smoke_runs(fakes))) == 4
+    assert any(line.startswith("MOVE  ") for line in log)
+
+
+def test_one_engine_client_and_one_log_file_per_group(fakes: PublishFakes, tmp_path: Path) -> None:
+    run(fakes, tmp_path, jobs=3)
+
+    logs = sorted(p.relative_to(tmp_path / "work").as_posix() for p in (tmp_path / "work").rglob("publish.log"))
+    assert logs == sorted(f"{g.replace('/', '__')}/publish.log" for g in (CU130, CU126, NEWEST))
+    cu126_log = (tmp_path / "work" / CU126.replace("/", "__") / "publish.log").read_text()
+    assert "2.14.1-cuda12.6" in cu126_log and "cuda13" not in cu126_log
+    builds = [len(e.of("build")) for e in fakes.engines]
+    assert sorted(builds) == [0, 1, 1, 2], "one client per group (+1 for aliases); shared stages in one plan"
+
+
+def test_a_rerun_builds_and_pushes_nothing(fakes: PublishFakes, tmp_path: Path) -> None:
+    run(fakes, tmp_path)
+    first_pushes = len(fakes.pushed())
+    again, _ = run(fakes, tmp_path / "again")
+
+    assert set(statuses(again).values()) == {"skipped"}
+    assert alias_statuses(again) == dict.fromkeys(ALIASES, "unchanged")
+    assert len(fakes.pushed()) == first_pushes
+    assert sum(len(e.of("build")) for e in fakes.engines) == 4
+
+
+def test_a_failing_smoke_suite_fails_its_group_only_and_holds_its_aliases(fakes: PublishFakes, tmp_path: Path) -> None:
+    fakes.fault(CU130, smoke_failures={"libs.cudnn": "libcudnn.so.9 did not load"})
+    report, log = run(fakes, tmp_path, jobs=2)
+
+    assert report.failed
+    failed = {i.id: i.reason for i in report.items if i.status == "failed"}
+    assert set(failed) == {"torch2.14.1-cu130-py3.11-debian12-runtime", "torch2.14.1-cu130-py3.11-debian12-devel"}
+    assert all("libs.cudnn: libcudnn.so.9 did not load" in why for why in failed.values())
+    assert not ({CU130_RUNTIME, CU130_DEVEL} & (fakes.tagged() | set(fakes.pushed())))
+    assert set(fakes.pushed()) >= {CU126_RUNTIME, NEWEST_RUNTIME}
+    held = {a for a, s in alias_statuses(report).items() if s == "held"}
+    assert held == {"2.14-cuda13.0-runtime", "2.14-cuda13.0-devel"}
+    assert f"{REPO}:2.14-cuda13.0-runtime" not in fakes.pushed()
+    assert any(line.startswith(f"FAIL  {CU130}") for line in log)
+
+
+def test_a_rejected_push_fails_that_image_and_holds_its_alias(fakes: PublishFakes, tmp_path: Path) -> None:
+    denied = PushError(f"push {CU126_RUNTIME}: denied: requested access to the resource is denied")
+    fakes.fault(CU126, fail_push=denied)
+    report, _ = run(fakes, tmp_path)
+
+    assert statuses(report)["torch2.14.1-cu126-py3.11-debian12-runtime"] == "failed"
+    assert "denied" in next(i.reason for i in report.items if i.status == "failed")
+    assert CU126_RUNTIME not in fakes.registry.refs
+    assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
+    assert alias_statuses(report)["latest-runtime"] == "moved"
+
+
+def test_a_failed_build_tags_nothing_of_its_group(fakes: PublishFakes, tmp_path: Path) -> None:
+    from builder.errors import BuildError
+
+    fakes.fault(NEWEST, fail_build=BuildError("docker build failed (exit 1): #9 ERROR: pip install"))
+    report, _ = run(fakes, tmp_path)
+
+    assert statuses(report)["torch2.15.0-cu132-py3.11-debian12-runtime"] == "failed"
+    assert NEWEST_RUNTIME not in fakes.tagged()
+    assert {a for a, s in alias_statuses(report).items() if s == "held"} == {"2.15-cuda13.2-runtime", "latest-runtime"}
+    assert statuses(report)["torch2.14.1-cu130-py3.11-debian12-runtime"] == "built"
+
+
+def test_an_alias_that_fails_to_move_is_held_and_named(fakes: PublishFakes, tmp_path: Path) -> None:
+    run(fakes, tmp_path, aliases=False)
+    fakes.every["fail_push"] = PushError("push: 503 Service Unavailable")
+    report, log = run(fakes, tmp_path / "again")
+
+    assert set(statuses(report).values()) == {"skipped"}
+    assert set(alias_statuses(report).values()) == {"held"}
+    assert all("503" in a.reason for a in report.aliases)
+    assert any(line.startswith("FAIL  alias") for line in log)
+
+
+def test_no_aliases_pushes_only_immutable_tags(fakes: PublishFakes, tmp_path: Path) -> None:
+    report, _ = run(fakes, tmp_path, aliases=False)
+
+    assert report.aliases == []
+    assert set(fakes.pushed()) == IMMUTABLES
+
+
+def test_no_push_tags_aliases_locally_and_pushes_nothing(fakes: PublishFakes, tmp_path: Path) -> None:
+    report, _ = run(fakes, tmp_path, push=False)
+
+    assert fakes.pushed() == [] and fakes.registry.refs == {}
+    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
+    for alias, target in ALIASES.items():
+        assert fakes.tagged() >= {f"{REPO}:{alias}", target}
+        assert fakes._tags[f"{REPO}:{alias}"] == fakes._tags[target]
+
+
+def test_aliases_only_moves_what_the_registry_holds_and_holds_the_rest(fakes: PublishFakes, tmp_path: Path) -> None:
+    run(fakes, tmp_path, aliases=False)
+    del fakes.registry.refs[CU126_RUNTIME]
+    builds = sum(len(e.of("build")) for e in fakes.engines)
+    report, log = run(fakes, tmp_path / "aliases", aliases_only=True)
+
+    assert sum(len(e.of("build")) for e in fakes.engines) == builds, "--aliases-only builds nothing"
+    assert statuses(report)["torch2.14.1-cu126-py3.11-debian12-runtime"] == "failed"
+    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved") | {"2.14-cuda12.6-runtime": "held"}
+    assert f"MISS  {CU126_RUNTIME}: not published with this content" in log
+
+
+def test_ctrl_c_during_a_build_raises_interrupted_and_nothing_is_tagged_or_moved(
+    fakes: PublishFakes, tmp_path: Path
+) -> None:
+    fakes.fault(CU130, fail_build=KeyboardInterrupt())
+    with pytest.raises(Interrupted, match="run the same publish again"):
+        run(fakes, tmp_path)
+    assert not ({CU130_RUNTIME, CU130_DEVEL} & fakes.tagged())
+    assert not any(":2.14-" in ref or ":latest" in ref for ref in fakes.pushed())
+
+
+def test_the_json_report_counts_and_lists_everything(fakes: PublishFakes, tmp_path: Path) -> None:
+    fakes.fault(CU126, smoke_failures={"train.cpu": "loss did not halve"})
+    report, _ = run(fakes, tmp_path)
+    path = tmp_path / "report.json"
+    write_report(report, path)
+
+    data = json.loads(path.read_text())
+    assert {k: v for k, v in data["summary"].items() if k != "seconds"} == {"built": 3, "failed": 1}
+    item = next(i for i in data["items"] if i["status"] == "failed")
+    assert item["id"] == "torch2.14.1-cu126-py3.11-debian12-runtime" and "train.cpu" in item["reason"]
+    built = next(i for i in data["items"] if i["id"] == "torch2.15.0-cu132-py3.11-debian12-runtime")
+    assert built["ref"] == NEWEST_RUNTIME and built["smoke"]["passed"] >= 1 and built["digest"].startswith("sha256:")
+    assert {a["alias"]: a["status"] for a in data["aliases"]}["2.14-cuda12.6-runtime"] == "held"
