@@ -11,7 +11,9 @@ from builder.cli.build_cmd import _auth, _check_gpus
 from builder.cli.options import matrix_of
 from builder.cli.output import emit_json, table
 from builder.errors import UsageError
-from builder.publish.items import expand, select
+from builder.matrix.model import Matrix
+from builder.plan import make_plan
+from builder.publish.items import Excluded, Item, expand, select
 from builder.render.network import NetworkFlags, resolve_network
 
 DEFAULT_REPO = "torchyard"
@@ -58,7 +60,7 @@ def publish_cmd(
     items, excluded = expand(m, network)
     items = select(items, only)
     if dry_run:
-        _list(items, [e for e in excluded if not only], as_json=False)
+        _dry_run(m, items, [e for e in excluded if not only], repo)
         return
     if aliases_only and (no_aliases or no_push):
         raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
@@ -90,11 +92,22 @@ def publish_cmd(
         raise SystemExit(1)
 
 
+def _dry_run(m: Matrix, items: list[Item], excluded: list[Excluded], repo: str) -> None:
+    """What would be pushed, tag by tag, and the aliases that would move once everything passed."""
+    rows = []
+    for item in items:
+        tags = make_plan(m, item.combo, item.options).target(item.flavor).tags
+        rows.append([item.id, f"{repo}:{tags.immutable}", ", ".join(tags.aliases)])
+    click.echo(table(["ITEM", "IMAGE", "ALIASES (moved last)"], rows))
+    for e in excluded:
+        click.echo(f"excluded {e.id} ({e.entry}): {e.reason}")
+
+
 def _first_line(text: str) -> str:
     return text.splitlines()[0][:110] if text else ""
 
 
-def _list(items: list, excluded: list, *, as_json: bool) -> None:  # type: ignore[type-arg]
+def _list(items: list[Item], excluded: list[Excluded], *, as_json: bool) -> None:
     if as_json:
         emit_json(
             {

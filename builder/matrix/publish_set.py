@@ -101,6 +101,7 @@ def check_publish(
                     f"{label}.variants",
                     f"unknown variant {name!r}{r.did_you_mean(name, sorted(variants | {PYPI_DEFAULT}))}",
                 )
-        for arch in (*entry.archs, *entry.require_archs):
-            if arch.name not in archs:
-                ctx.fail(("publish", index, "archs"), f"{label}.archs", f"unknown architecture {arch.name!r}")
+        for key, listed in (("archs", entry.archs), ("require_archs", entry.require_archs)):
+            for arch in listed:
+                if arch.name not in archs:
+                    ctx.fail(("publish", index, key), f"{label}.{key}", f"unknown architecture {arch.name!r}")

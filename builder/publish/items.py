@@ -64,6 +64,7 @@ class _Unpublished:
 def expand(m: Matrix, network: Network | None = None) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
+    seen: set[str] = set()
     f = Facts(m)
     for entry in m.publish:
         options = RenderOptions(
@@ -76,9 +77,10 @@ def expand(m: Matrix, network: Network | None = None) -> tuple[list[Item], list[
             for flavor in map(Flavor, entry.flavors):
                 if problem is not None:
                     excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
-                else:
+                elif item_id(combo.id, flavor, options) not in seen:  # overlapping entries: the first one wins
                     assert isinstance(combo, Combination)
                     items.append(Item(entry, combo, flavor, options))
+                    seen.add(items[-1].id)
     return items, excluded
 
 

@@ -45,6 +45,14 @@ _SM90 = (
     + 'datacenter_gpus = ["NVIDIA H100"]\nsource = "nv"\n'
 )
 _CU120 = '[[cuda]]\nversion = "12.0.0"\nmin_driver = "525.60.13"\nsource = "nv"\n'
+_END = 'name = "cpu"\nsource = "pypi"\n'
+_PUBLISH = '\n[[publish]]\nname = "team"\ntorch = ">=2.5"\nos = ["debian12"]\n'
+
+
+def _publish(case_id: str, extra: str, expected: str, marker: str, nth: int = 1, entry: str = _PUBLISH) -> Case:
+    """A case that appends a [[publish]] entry (plus `extra` lines) to the small matrix."""
+    return Case(case_id, _END, _END + entry + extra, expected, marker, nth)
+
 
 CASES = [
     # --- TOML syntax: file:line:col -------------------------------------------------------------------
@@ -473,6 +481,71 @@ CASES = [
         'python_image = "python:3-slim-bookworm"',
         "{line}: os[debian12].python_image: python_images is set, so python_image needs a {{python}} placeholder",
         "python:3-slim",
+    ),
+    # --- the publish set ------------------------------------------------------------------------------
+    _publish(
+        "publish-unknown-os",
+        "",
+        "{line}: publish[team].os: unknown OS 'debian13' (did you mean 'debian12'?)",
+        '["debian13"]',
+        entry=_PUBLISH.replace('["debian12"]', '["debian13"]'),
+    ),
+    _publish(
+        "publish-unknown-flavor",
+        'flavors = ["runtim"]\n',
+        "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel (did you mean 'runtime'?)",
+        'flavors = ["runtim"]',
+    ),
+    _publish(
+        "publish-unknown-strategy",
+        'strategy = "cuda"\n',
+        "{line}: publish[team].strategy: 'cuda' is not one of wheels, cuda-base (did you mean 'cuda-base'?)",
+        'strategy = "cuda"',
+    ),
+    _publish(
+        "publish-duplicate-name",
+        _PUBLISH,
+        "{line}: publish[team]: duplicate publish entry name",
+        'name = "team"',
+        nth=2,
+    ),
+    _publish(
+        "publish-bad-torch-spec",
+        "",
+        "{line}: publish[team].torch: '2.5 or newer' is not a version specifier like '>=9.0,<9.6'",
+        "2.5 or newer",
+        entry=_PUBLISH.replace('">=2.5"', '"2.5 or newer"'),
+    ),
+    _publish(
+        "publish-unknown-key",
+        'flavour = ["runtime"]\n',
+        "{line}: publish[team].flavour: unknown key 'flavour' (did you mean 'flavors'?)",
+        "flavour",
+    ),
+    _publish(
+        "publish-unknown-variant",
+        'variants = ["cu12"]\n',
+        "{line}: publish[team].variants: unknown variant 'cu12' (did you mean 'cu124'?)",
+        'variants = ["cu12"]',
+    ),
+    _publish(
+        "publish-unknown-require-arch",
+        'require_archs = ["sm_61"]\n',
+        "{line}: publish[team].require_archs: unknown architecture 'sm_61'",
+        "require_archs",
+    ),
+    _publish(
+        "publish-unknown-arch",
+        'archs = ["sm_91"]\n',
+        "{line}: publish[team].archs: unknown architecture 'sm_91'",
+        'archs = ["sm_91"]',
+    ),
+    _publish(
+        "publish-without-name",
+        "",
+        "{line}: publish[0]: missing required key 'name'",
+        "[[publish]]",
+        entry=_PUBLISH.replace('name = "team"\n', ""),
     ),
 ]
 
