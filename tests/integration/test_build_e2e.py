@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 import docker
 import pytest
 from conftest import E2E, Canary
-from kit import AUTH_USER, registry_password, torchyard
+from kit import AUTH_REGISTRY, AUTH_USER, registry_password, torchyard
 from kit import docker as docker_cli
 
 from builder.engine import RegistryAuth
@@ -140,6 +141,28 @@ def test_building_again_rebuilds_and_pushes_nothing(e2e: E2E) -> None:
     assert again.out.count("up to date in the registry: no build, no push") == 2
     assert "pushed" not in again.out and "building" not in again.out and "smoke suite" not in again.out
     assert {f: registry.labels(e2e.ref(f)) for f in ("runtime", "devel")} == before
+
+
+def test_a_docker_login_is_enough_to_find_the_pushed_images(e2e: E2E, tmp_path: Path) -> None:
+    """`docker login` (the real CLI, into a config of this test's own) instead of --registry-user."""
+    config = tmp_path / "docker-config"
+    login = subprocess.run(
+        ["/usr/bin/docker", "--config", str(config), "login", AUTH_REGISTRY, "-u", AUTH_USER, "--password-stdin"],
+        input=registry_password(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert login.returncode == 0, login.stderr
+    i = e2e.args.index("--registry-user")
+    args = e2e.args[:i] + e2e.args[i + 2 :]
+    again = torchyard("build", *args, env={"DOCKER_CONFIG": str(config), "TORCHYARD_REGISTRY_PASSWORD": ""})
+    assert again.code == 0, again.text[-3000:]
+    assert again.out.count("up to date in the registry: no build, no push") == 2
+    without = torchyard(
+        "build", *args, env={"DOCKER_CONFIG": str(tmp_path / "empty"), "TORCHYARD_REGISTRY_PASSWORD": ""}
+    )
+    assert without.code == 5 and f"docker login {AUTH_REGISTRY}" in without.err
 
 
 def test_no_ca_bundle_or_registry_password_in_the_images(e2e: E2E, canary: Canary) -> None:

@@ -3,10 +3,12 @@ how it authenticates (basic, bearer token), and the one-line errors a user gets.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,6 +89,20 @@ class FakeSession:
         if url not in self.routes:
             return response(404, {"errors": [{"code": "MANIFEST_UNKNOWN"}]})
         return response(200, self.routes[url])
+
+
+@pytest.fixture(autouse=True)
+def no_docker_login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty docker config of the test's own: the host's `docker login`s must not leak in."""
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker-config"))
+    return tmp_path / "docker-config"
+
+
+def docker_login(config: Path, host: str, user: str, password: str) -> None:
+    """What `docker login HOST` leaves in $DOCKER_CONFIG/config.json (no credential helper)."""
+    config.mkdir(exist_ok=True)
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": token}}}))
 
 
 @pytest.fixture
@@ -213,9 +229,38 @@ def test_basic_auth_registry_without_credentials_says_how_to_give_them(session: 
         Registry().labels(REF)
     assert str(raised.value) == (
         f"registry {HOST} refused to read team/torch (HTTP 401): "
-        "give credentials with --registry-user / TORCHYARD_REGISTRY_PASSWORD"
+        f"give credentials with --registry-user / TORCHYARD_REGISTRY_PASSWORD, or docker login {HOST}"
     )
     assert raised.value.exit_code == 5
+
+
+def test_the_users_docker_login_for_that_registry_is_used(
+    session: Callable[..., FakeSession], no_docker_login: Path
+) -> None:
+    docker_login(no_docker_login, HOST, "ci", "registry-pa55")
+    fake = session(PLAIN, gate=basic_gate)
+    assert Registry().labels(REF) == LABELS
+    assert [s.auth for s in fake.sent] == [("ci", "registry-pa55")] * 2
+
+
+def test_given_credentials_win_over_docker_login_and_other_hosts_logins_are_not_sent(
+    session: Callable[..., FakeSession], no_docker_login: Path
+) -> None:
+    docker_login(no_docker_login, HOST, "someone", "else")
+    fake = session(PLAIN, gate=basic_gate)
+    assert Registry(AUTH).labels(REF) == LABELS
+    assert {s.auth for s in fake.sent} == {("ci", "registry-pa55")}
+    docker_login(no_docker_login, "registry.corp.example", "ci", "registry-pa55")
+    with pytest.raises(PushError, match="refused to read team/torch"):
+        Registry().labels(REF)
+
+
+def test_an_unreadable_docker_config_is_no_login(session: Callable[..., FakeSession], no_docker_login: Path) -> None:
+    no_docker_login.mkdir()
+    (no_docker_login / "config.json").write_text("{not json")
+    session(PLAIN, gate=basic_gate)
+    with pytest.raises(PushError, match=r"\(HTTP 401\): give credentials"):
+        Registry().labels(REF)
 
 
 def test_wrong_credentials_are_refused_the_same_way(session: Callable[..., FakeSession]) -> None:
