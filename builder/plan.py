@@ -30,6 +30,8 @@ from builder.versions import minor_str
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
+REFRESH_LABEL = "io.torchyard.refresh"
+REFRESH_ARG = "OS_REFRESH"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,7 +76,9 @@ class Plan:
 
     def build_labels(self) -> dict[str, str]:
         """Labels given on the command line: they name the Dockerfile, so it cannot carry them."""
-        return {DOCKERFILE_LABEL: self.dockerfile_sha256, CONTENT_LABEL: self.content_hash}
+        labels = {DOCKERFILE_LABEL: self.dockerfile_sha256, CONTENT_LABEL: self.content_hash}
+        refresh = dict(self.build_args).get(REFRESH_ARG)
+        return labels | ({REFRESH_LABEL: refresh} if refresh else {})
 
 
 def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
@@ -96,7 +100,8 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
     targets = tuple(_target(m, f, c, flavor, options, archs, bases, floor) for flavor in flavors)
     files = _context_files(c, options, targets)
     dockerfile = render_dockerfile(_template_context(f, c, options, archs, bases, nvcc, targets))
-    build_args = tuple(sorted(options.network.build_args().items()))
+    refresh = {REFRESH_ARG: options.refresh} if options.refresh else {}
+    build_args = tuple(sorted((options.network.build_args() | refresh).items()))
     ext_dirs = tuple((f"ext/{e.name}", Path(e.spec)) for e in options.extensions if e.kind == "path")
     content = _content_hash(dockerfile, build_args, files, ext_dirs)
     images = (bases.os_image,) + ((bases.toolchain_image,) if bases.toolchain_image else ())

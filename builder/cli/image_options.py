@@ -20,6 +20,25 @@ from builder.resolve.combos import Combination
 from builder.resolve.query import known_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
+_REFRESH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _refresh_token(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    if value and not _REFRESH.fullmatch(value):
+        raise UsageError(
+            f"--refresh / $TORCHYARD_REFRESH {value!r}: expected a short token of letters, digits, '.', '_', '-' "
+            "(e.g. 2026-W48)"
+        )
+    return value or ""
+
+
+refresh_option = click.option(
+    "--refresh",
+    envvar="TORCHYARD_REFRESH",
+    metavar="TOKEN",
+    callback=_refresh_token,
+    help="A new token re-runs the OS package steps (security updates); e.g. the ISO week. $TORCHYARD_REFRESH.",
+)
 
 _OPTIONS = (
     click.option(
@@ -63,6 +82,7 @@ _OPTIONS = (
     click.option("--apt-mirror", metavar="URL", help="Debian/Ubuntu mirror replacing the default origin."),
     click.option("--torch-index-url", metavar="URL", help="Mirror of the PyTorch wheel index for non-PyPI variants."),
     click.option("--no-host-settings", is_flag=True, help="Ignore PIP_CERT / SSL_CERT_FILE / PIP_INDEX_URL ..."),
+    refresh_option,
 )
 
 
@@ -93,6 +113,7 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
         torch_index_url=kwargs.pop("torch_index_url"),
         extensions=tuple(_extension(text) for text in kwargs.pop("extensions")),
         network=network,
+        refresh=kwargs.pop("refresh"),
     )
 
 

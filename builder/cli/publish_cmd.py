@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from builder.cli.build_cmd import _auth, _check_gpus
+from builder.cli.image_options import refresh_option
 from builder.cli.options import matrix_of
 from builder.cli.output import emit_json, table
 from builder.errors import UsageError
@@ -32,6 +33,7 @@ DEFAULT_REPO = "torchyard"
 @click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR")
 @click.option("--registry-user", envvar="TORCHYARD_REGISTRY_USER", metavar="USER")
 @click.option("--registry-password-stdin", is_flag=True)
+@refresh_option
 @click.pass_context
 def publish_cmd(
     ctx: click.Context,
@@ -48,6 +50,7 @@ def publish_cmd(
     output: str,
     registry_user: str | None,
     registry_password_stdin: bool,
+    refresh: str,
 ) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
     from builder.publish.run import PublishSettings, publish, write_report
@@ -57,7 +60,7 @@ def publish_cmd(
     _check_gpus(gpus)
     m = matrix_of(ctx)
     network = resolve_network(NetworkFlags())
-    items, excluded = expand(m, network)
+    items, excluded = expand(m, network, refresh)
     items = select(items, only)
     if dry_run:
         _dry_run(m, items, [e for e in excluded if not only], repo)
@@ -151,6 +154,7 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
     help="bake: where the contexts and docker-bake.json are written.",
 )
 @click.option("--cache-repo", metavar="REGISTRY/NAME", help="bake: registry cache (cache-from / cache-to).")
+@refresh_option
 @click.pass_context
 def matrix_ci_cmd(
     ctx: click.Context,
@@ -162,13 +166,14 @@ def matrix_ci_cmd(
     candidates: str | None,
     output: str,
     cache_repo: str | None,
+    refresh: str,
 ) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import bake, github_matrix
 
     _check_gpus(gpus)
     m = matrix_of(ctx)
-    items = select(expand(m)[0], only)
+    items = select(expand(m, refresh=refresh)[0], only)
     if fmt == "github":
         matrix = github_matrix(m, items, repo, candidates or f"{repo}-candidates", gpus)
         click.echo(json.dumps(matrix, separators=(",", ":")))

@@ -35,6 +35,8 @@ def build_flags(item: Item) -> list[str]:
         flags += ["--arch", arch.name]
     for requirement in o.extra_pip:
         flags += ["--pip", requirement]
+    if o.refresh:
+        flags += ["--refresh", o.refresh]
     return flags
 
 
@@ -77,6 +79,7 @@ def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus
                         "--repo",
                         repo,
                         "--no-aliases",
+                        *(["--refresh", item.options.refresh] if item.options.refresh else []),
                         *(["--gpus", gpus or "all"] if gpu else []),
                     ]
                 ),

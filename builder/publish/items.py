@@ -61,14 +61,18 @@ class _Unpublished:
     reason: str
 
 
-def expand(m: Matrix, network: Network | None = None) -> tuple[list[Item], list[Excluded]]:
+def expand(m: Matrix, network: Network | None = None, refresh: str = "") -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
     seen: set[str] = set()
     f = Facts(m)
     for entry in m.publish:
         options = RenderOptions(
-            strategy=Strategy(entry.strategy), archs=entry.archs, extra_pip=entry.pip, network=network or Network()
+            strategy=Strategy(entry.strategy),
+            archs=entry.archs,
+            extra_pip=entry.pip,
+            network=network or Network(),
+            refresh=refresh,
         )
         for combo in _combinations(m, entry):
             problem = combo.reason if isinstance(combo, _Unpublished) else None

@@ -52,3 +52,4 @@ class RenderOptions:
     torch_index_url: str | None = None
     extensions: tuple[Extension, ...] = ()
     network: Network = field(default_factory=Network)
+    refresh: str = ""  # a token (e.g. 2026-W48): a new one re-runs the OS package steps

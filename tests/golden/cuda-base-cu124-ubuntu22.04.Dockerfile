@@ -8,6 +8,8 @@
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM nvidia/cuda:12.4.1-base-ubuntu22.04 AS os
 ARG APT_MIRROR=""
+# A new OS_REFRESH (torchyard --refresh) re-runs this stage with an apt-get upgrade: security updates.
+ARG OS_REFRESH=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
     LC_ALL=C.UTF-8 \
@@ -25,6 +27,7 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
+    if [ -n "${OS_REFRESH}" ]; then DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; fi; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       python3 \
@@ -71,6 +74,7 @@ COPY --from=build /opt/torchyard /opt/torchyard
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
 FROM nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04 AS toolchain
 ARG APT_MIRROR=""
+ARG OS_REFRESH=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
     LC_ALL=C.UTF-8 \
@@ -88,6 +92,7 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
+    if [ -n "${OS_REFRESH}" ]; then DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; fi; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       python3 \

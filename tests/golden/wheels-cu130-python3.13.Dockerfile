@@ -8,6 +8,8 @@
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM python:3.13-slim-bookworm AS os
 ARG APT_MIRROR=""
+# A new OS_REFRESH (torchyard --refresh) re-runs this stage with an apt-get upgrade: security updates.
+ARG OS_REFRESH=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
     LC_ALL=C.UTF-8 \
@@ -25,6 +27,7 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
+    if [ -n "${OS_REFRESH}" ]; then DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; fi; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       tini; \

@@ -266,3 +266,23 @@ def test_ctrl_c_leaves_nothing_unverified_and_a_rerun_finishes(
     assert list(statuses(data).values()) == ["built"]
     pushed = next(i["ref"] for i in data["items"]).rsplit(":", 1)[1]
     assert pushed not in tags  # Ctrl-C came before it was verified: it was not there before the rerun
+
+
+def test_a_refresh_token_rebuilds_with_an_apt_upgrade_under_the_same_tags(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    """Last in this module: it replaces the pair's images (same tags, new content hash)."""
+    matrix, _, before = first
+    token = f"test-{RUN_ID}"
+    run, data = publish(matrix, repo, tmp_path, "--refresh", token)
+    assert run.code == 0, run.text[-3000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "built")
+    assert {i["id"]: i["ref"] for i in data["items"]} == {i["id"]: i["ref"] for i in before["items"]}
+    for item in data["items"]:
+        labels = Registry().labels(item["ref"])
+        assert labels is not None and labels["io.torchyard.refresh"] == token
+    assert set(aliases(data).values()) == {"moved"}
+    log = next((tmp_path / "work").rglob("build-runtime.log")).read_text()
+    assert "Calculating upgrade" in log, "the os stage ran apt-get upgrade"
+    again, same = publish(matrix, repo, tmp_path / "again", "--refresh", token)
+    assert again.code == 0 and statuses(same) == dict.fromkeys(PAIR, "skipped")

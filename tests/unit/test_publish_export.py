@@ -152,3 +152,15 @@ def test_matrix_ci_bake_writes_the_file_and_says_how_to_run_it(
     assert capsys.readouterr().out == (
         f"wrote {out}/docker-bake.json (2 image targets): docker buildx bake -f {out}/docker-bake.json\n"
     )
+
+
+def test_a_refresh_token_reaches_every_command_and_the_bake_args(m: Matrix, tmp_path: Path) -> None:
+    items = expand(m, refresh="2026-W48")[0]
+    for job in github_matrix(m, items, REPO, CANDIDATES, "all")["include"]:
+        for command in (job["build"], job["publish"]):
+            argv = shlex.split(command)
+            assert argv[argv.index("--refresh") + 1] == "2026-W48"
+    data = bake(m, items, REPO, tmp_path, None)
+    commons = [body for body in data["target"].values() if "context" in body]
+    assert commons and all(body["args"]["OS_REFRESH"] == "2026-W48" for body in commons)
+    assert all(b["labels"]["io.torchyard.refresh"] == "2026-W48" for b in data["target"].values() if "inherits" in b)

@@ -413,3 +413,41 @@ def test_additions_sit_on_top_of_the_venv_copy_in_their_own_layer() -> None:
     assert copy < install
     cuda_base = plan(CU124_UBUNTU, Strategy.CUDA_BASE, extra_pip=("six==1.16.0",))
     assert ("COPY", "--from=venv /opt/venv /opt/venv") in instructions(cuda_base.dockerfile, "toolchain")
+
+
+@pytest.mark.parametrize(
+    ("ident", "strategy"), [(CU130, Strategy.WHEELS), (CU124_UBUNTU, Strategy.CUDA_BASE)], ids=["wheels", "cuda-base"]
+)
+def test_a_refresh_token_reruns_the_os_package_steps_and_changes_only_the_content_hash(
+    ident: str, strategy: Strategy
+) -> None:
+    base, fresh = plan(ident, strategy), plan(ident, strategy, refresh="2026-W48")
+    assert fresh.dockerfile == base.dockerfile
+    assert fresh.content_hash != base.content_hash != plan(ident, strategy, refresh="2026-W49").content_hash
+    assert dict(fresh.build_args)["OS_REFRESH"] == "2026-W48" and "OS_REFRESH" not in dict(base.build_args)
+    assert fresh.build_labels()["io.torchyard.refresh"] == "2026-W48"
+    assert "io.torchyard.refresh" not in base.build_labels()
+    assert [t.tags for t in fresh.targets] == [t.tags for t in base.targets], "same versions, same tags"
+    # every stage FROM an outside image that runs apt-get declares the ARG before it (so its cache key changes)
+    own = set(stages(base.dockerfile))
+    checked = []
+    for stage in stages(base.dockerfile):
+        if base_of(base.dockerfile, stage) in own:
+            continue
+        steps = instructions(base.dockerfile, stage)
+        apt = [i for i, (k, a) in enumerate(steps) if k == "RUN" and "apt-get update" in a]
+        if apt:
+            assert ("ARG", 'OS_REFRESH=""') in steps[: apt[0]], stage
+            checked.append(stage)
+    assert checked == (["os"] if strategy is Strategy.WHEELS else ["os", "toolchain"])
+
+
+@pytest.mark.parametrize("token", ["a b", "x;y", "-lead", "$(id)", "w" * 65])
+def test_a_bad_refresh_token_is_one_line(token: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["render", "--torch", "2.14.1", "--refresh", token, "-o", str(tmp_path)])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"torchyard: error: --refresh / $TORCHYARD_REFRESH {token!r}: expected a short token of letters, digits, "
+        "'.', '_', '-' (e.g. 2026-W48)\n"
+    )

@@ -84,7 +84,12 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
     script = data["jobs"]["plan"]["steps"][-1]["run"]
     command = re.search(r"\$\((torchyard matrix ci [^)]*)\)", script)
     assert command is not None
-    env = {"REPO": "ghcr.io/acme/torchyard", "CANDIDATES": "ghcr.io/acme/torchyard-candidates", "ONLY": "*"}
+    env = {
+        "REPO": "ghcr.io/acme/torchyard",
+        "CANDIDATES": "ghcr.io/acme/torchyard-candidates",
+        "ONLY": "*",
+        "REFRESH": "2026-W48",
+    }
     argv = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in shlex.split(command.group(1))]
     with pytest.raises(SystemExit) as exit_:
         main(argv[1:])
@@ -103,6 +108,8 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
                 env["CANDIDATES"],
                 "--gpus",
                 "all",
+                "--refresh",
+                "2026-W48",
             ]
         )
     assert json.loads(capsys.readouterr().out) == printed
