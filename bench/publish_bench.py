@@ -4,8 +4,9 @@
 
 Cold: an empty registry (a fresh docker-registry on 127.0.0.1:5003) and, unless --keep-build-cache, a
 pruned BuildKit cache. Warm: the same command again. One-line change: the same set with one entry
-changed (an extra pip package for the devel image), which must rebuild that image only. Bytes pushed
-are the growth of the registry's storage directory. Needs a Docker engine (scripts/services start).
+changed (an extra pip package for the devel image), which must rebuild that image only. Weekly refresh:
+the set again with `--refresh` (what the weekly publish does): every image rebuilt with an apt upgrade.
+Bytes pushed are the growth of the registry's storage directory. Needs a Docker engine (scripts/services start).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def matrix_with(publish: str, folder: Path, name: str) -> Path:
     return path
 
 
-def run_phase(name: str, matrix: Path, storage: Path, folder: Path) -> Phase:
+def run_phase(name: str, matrix: Path, storage: Path, folder: Path, *extra: str) -> Phase:
     before = du(storage)
     report = folder / f"{name}.json"
     start = time.monotonic()
@@ -74,6 +75,7 @@ def run_phase(name: str, matrix: Path, storage: Path, folder: Path) -> Phase:
             str(folder / name),
             "--report",
             str(report),
+            *extra,
         ],
         cwd=ROOT,
         capture_output=True,
@@ -113,6 +115,7 @@ def main() -> None:
             run_phase("cold", base, storage, folder),
             run_phase("warm", base, storage, folder),
             run_phase("one-line change", matrix_with(CHANGED, folder, "changed"), storage, folder),
+            run_phase("weekly refresh", base, storage, folder, "--refresh", "bench-refresh"),
         ]
     finally:
         registry.terminate()
