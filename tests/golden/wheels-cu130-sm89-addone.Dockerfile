@@ -8,8 +8,6 @@
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM debian:bookworm-slim AS os
 ARG APT_MIRROR=""
-# A new OS_REFRESH (torchyard --refresh) re-runs this stage with an apt-get upgrade: security updates.
-ARG OS_REFRESH=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
     LC_ALL=C.UTF-8 \
@@ -27,7 +25,6 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    if [ -n "${OS_REFRESH}" ]; then DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; fi; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       python3 \
@@ -66,10 +63,28 @@ RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
       -c /opt/torchyard/constraints.txt torch torchvision torchaudio
 
 # ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
+# The security refresh comes last, so a refreshed image shares every earlier layer with the last one.
 FROM os AS venv
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=build /opt/venv /opt/venv
 COPY --from=build /opt/torchyard /opt/torchyard
+ARG APT_MIRROR=""
+ARG OS_REFRESH=""
+RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locked \
+    --mount=type=cache,id=apt-lists-debian12,target=/var/lib/apt/lists,sharing=locked \
+    --mount=type=secret,id=cacert \
+    set -eu; \
+    if [ -z "${OS_REFRESH}" ]; then exit 0; fi; \
+    rm -f /etc/apt/apt.conf.d/docker-clean; \
+    if [ -n "${APT_MIRROR}" ]; then \
+      find /etc/apt \( -name '*.list' -o -name '*.sources' \) -exec sed -i "s|http://deb.debian.org|${APT_MIRROR}|g" {} +; \
+    fi; \
+    if [ -s /run/secrets/cacert ]; then \
+      echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
+    fi; \
+    apt-get update; \
+    DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
+    rm -f /etc/apt/apt.conf.d/99torchyard-ca
 
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
 FROM venv AS toolchain

@@ -268,12 +268,24 @@ def test_ctrl_c_leaves_nothing_unverified_and_a_rerun_finishes(
     assert pushed not in tags  # Ctrl-C came before it was verified: it was not there before the rerun
 
 
+def _layers(ref: str) -> dict[str, int]:
+    """Layer digest -> size of the image under ref, from the registry's manifest."""
+    host, rest = ref.split("/", 1)
+    name, tag = rest.rsplit(":", 1)
+    accept = "application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json"
+    manifest = requests.get(f"http://{host}/v2/{name}/manifests/{tag}", headers={"Accept": accept}, timeout=30)
+    manifest.raise_for_status()
+    return {layer["digest"]: int(layer["size"]) for layer in manifest.json()["layers"]}
+
+
 def test_a_refresh_token_rebuilds_with_an_apt_upgrade_under_the_same_tags(
     first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
 ) -> None:
-    """Last in this module: it replaces the pair's images (same tags, new content hash)."""
+    """Last in this module: it replaces the pair's images (same tags, new content hash), reusing every
+    layer below the upgrade."""
     matrix, _, before = first
     token = f"test-{RUN_ID}"
+    old = {i["id"]: _layers(i["ref"]) for i in before["items"]}
     run, data = publish(matrix, repo, tmp_path, "--refresh", token)
     assert run.code == 0, run.text[-3000:]
     assert statuses(data) == dict.fromkeys(PAIR, "built")
@@ -282,6 +294,9 @@ def test_a_refresh_token_rebuilds_with_an_apt_upgrade_under_the_same_tags(
         labels = Registry().labels(item["ref"])
         assert labels is not None and labels["io.torchyard.refresh"] == token
     assert set(aliases(data).values()) == {"moved"}
+    for item in data["items"]:  # the os and venv layers are reused: a refresh moves the upgrade only
+        gone = {digest: size for digest, size in old[item["id"]].items() if digest not in _layers(item["ref"])}
+        assert sum(gone.values()) < 50_000_000, gone
     log = next((tmp_path / "work").rglob("build-runtime.log")).read_text()
     assert "Calculating upgrade" in log, "the os stage ran apt-get upgrade"
     again, same = publish(matrix, repo, tmp_path / "again", "--refresh", token)
