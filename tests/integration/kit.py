@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -80,3 +81,10 @@ def one_line_error(run: Run) -> str:
     assert len(lines) == 1, run.err
     assert lines[0].startswith("torchyard: error: "), run.err
     return lines[0]
+
+
+def default_sigint() -> None:
+    """Before starting a child that a test interrupts: a shell that starts a job in the background
+    (`.ci/run &`, nohup) makes it ignore SIGINT, and an ignored signal stays ignored across exec. With
+    Python's own handler here, children start with the default disposition, as under a terminal."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)

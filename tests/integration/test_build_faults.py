@@ -11,7 +11,17 @@ import time
 
 import pytest
 from conftest import RUN_ID
-from kit import AUTH_REGISTRY, AUTH_USER, E2E_FLAGS, REGISTRY, ROOT, local_tags, one_line_error, torchyard
+from kit import (
+    AUTH_REGISTRY,
+    AUTH_USER,
+    E2E_FLAGS,
+    REGISTRY,
+    ROOT,
+    default_sigint,
+    local_tags,
+    one_line_error,
+    torchyard,
+)
 
 pytestmark = pytest.mark.docker
 
@@ -72,6 +82,7 @@ def test_sigint_during_a_build_stops_it_and_tags_nothing(tmp_path: os.PathLike[s
         "-o",
         str(tmp_path),
     ]
+    default_sigint()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
