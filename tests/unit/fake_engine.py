@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+import builder.engine
 from builder.engine import EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
 from builder.errors import BuildError
 from builder.plan import Plan
@@ -234,3 +237,13 @@ def _in_out(command: list[str], flag: str) -> str:
     path = command[command.index(flag) + 1]
     assert path.startswith(OUT + "/"), f"{flag} {path} is not in {OUT}"
     return path.removeprefix(OUT + "/")
+
+
+def wall_off_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing in a unit test may reach the Docker engine or start a docker process."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a unit test reached the real Docker engine")
+
+    monkeypatch.setattr(builder.engine.DockerEngine, "_sdk", refuse)
+    monkeypatch.setattr(builder.engine, "run_command", refuse)

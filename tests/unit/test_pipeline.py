@@ -12,10 +12,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fake_engine import Call, FakeEngine, FakeRegistry, contents_of
+from fake_engine import Call, FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import addone, arch, no_host_network, plan
 
-import builder.engine
 from builder.engine import ImageInfo, Mount, RegistryAuth
 from builder.errors import BuildError, EngineError, Interrupted, PushError, TorchyardError
 from builder.pipeline import BuildSettings, Outcome, build
@@ -36,13 +35,7 @@ AUTH = RegistryAuth("ci", "registry-pa55")
 
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A wall: nothing here may reach the Docker engine or start a process."""
-
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a unit test reached the real Docker engine")
-
-    monkeypatch.setattr(builder.engine.DockerEngine, "_sdk", refuse)
-    monkeypatch.setattr(builder.engine, "run_command", refuse)
+    wall_off_the_engine(monkeypatch)
 
 
 @pytest.fixture(scope="module")

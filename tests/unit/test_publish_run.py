@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fake_engine import wall_off_the_engine
 from publish_kit import REPO, PublishFakes, fakes_for
 
-import builder.engine
 from builder.errors import Interrupted, PushError
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
@@ -58,11 +58,7 @@ ALIASES = {
 
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a unit test reached the real Docker engine")
-
-    monkeypatch.setattr(builder.engine.DockerEngine, "_sdk", refuse)
-    monkeypatch.setattr(builder.engine, "run_command", refuse)
+    wall_off_the_engine(monkeypatch)
 
 
 @pytest.fixture
