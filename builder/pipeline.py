@@ -12,11 +12,11 @@ from pathlib import Path
 
 from builder.engine import Engine, RegistryAuth
 from builder.errors import BuildError
+from builder.kinds import Flavor
 from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs, write_context
 from builder.process import check_cancelled
 from builder.registry import Registry
 from builder.render.context import cuda_home
-from builder.render.options import Flavor
 from builder.suite import SmokeOptions, SmokeReport, run_smoke
 from builder.verify import check_extension_code, check_labels, check_tag
 

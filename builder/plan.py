@@ -15,11 +15,12 @@ from typing import Any
 from builder import __version__
 from builder.archs import Arch
 from builder.errors import RenderError
+from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx
 from builder.render import safety
 from builder.render.network import Secret
-from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.render.options import RenderOptions
 from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts

@@ -15,8 +15,9 @@ import json
 from dataclasses import dataclass
 
 from builder.archs import Arch
+from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
-from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
 from builder.versions import minor_str
 

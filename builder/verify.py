@@ -8,8 +8,8 @@ from typing import Any
 from builder.archs import Arch
 from builder.engine import Engine, ImageInfo
 from builder.errors import BuildError
+from builder.kinds import Flavor, Strategy
 from builder.plan import Plan, TargetPlan
-from builder.render.options import Flavor, Strategy
 from builder.tags import suffix
 
 

@@ -15,9 +15,9 @@ from builder.cli.image_options import build_problem, image_options, render_optio
 from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
 from builder.engine import DockerEngine, RegistryAuth
 from builder.errors import UsageError
+from builder.kinds import Flavor
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_argv, make_plan, plan_json, tag_refs
-from builder.render.options import Flavor
 from builder.resolve.choose import choose
 
 DEFAULT_REPO = "torchyard"

@@ -11,11 +11,12 @@ import click
 
 from builder.archs import Arch
 from builder.errors import RenderError, UsageError
+from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
 from builder.plan import check_extension_dir
 from builder.render.context import bases
 from builder.render.network import NetworkFlags, resolve_network
-from builder.render.options import Extension, RenderOptions, Strategy, parse_choice
+from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.query import known_arch
 

@@ -12,8 +12,8 @@ import click
 from builder.cli.image_options import build_problem, image_options, render_options_of
 from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
 from builder.cli.output import emit_json
+from builder.kinds import Flavor
 from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
-from builder.render.options import Flavor
 from builder.resolve.choose import choose
 
 DEFAULT_REPO = "torchyard"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.errors import MatrixError
+from builder.kinds import did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.doccache import TomlSyntaxError, parse_toml
 from builder.matrix.locate import KeyPath
@@ -183,7 +184,7 @@ def _enum(kind: type[Confidence]) -> Callable[[Any], Confidence]:
     def convert(value: Any) -> Confidence:
         names = [c.value for c in kind]
         if value not in names:
-            raise ValueError(f"{value!r} is not one of {', '.join(names)}{r.did_you_mean(str(value), names)}")
+            raise ValueError(f"{value!r} is not one of {', '.join(names)}{did_you_mean(str(value), names)}")
         return kind(value)
 
     return convert

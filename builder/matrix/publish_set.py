@@ -6,19 +6,21 @@ matching torch release x variant x Python x OS x flavor that the resolver accept
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from packaging.specifiers import SpecifierSet
 
 from builder.archs import Arch
+from builder.kinds import Flavor, Strategy, did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
 
-FLAVORS = ("runtime", "devel")
-STRATEGIES = ("wheels", "cuda-base")
 PYPI_DEFAULT = "pypi-default"
 SYSTEM_PYTHON = "system"
+E = TypeVar("E", bound=StrEnum)
 _KEYS = ("name", "torch", "variants", "python", "os", "flavors", "strategy", "archs", "pip", "require_archs")
 
 
@@ -29,8 +31,8 @@ class PublishEntry:
     variants: tuple[str, ...]  # wheel variants, or "pypi-default"
     python: tuple[str, ...]  # minor versions, or "system" (the OS's own)
     os: tuple[str, ...]
-    flavors: tuple[str, ...]
-    strategy: str
+    flavors: tuple[Flavor, ...]
+    strategy: Strategy
     archs: tuple[Arch, ...]  # custom architecture list for compiled code; () = torch's own
     pip: tuple[str, ...]
     require_archs: tuple[Arch, ...]  # GPUs the images must carry code for, checked in the built image
@@ -56,8 +58,8 @@ def _entry(e: Entry) -> PublishEntry:
         variants=e.get("variants", r.text_list, (PYPI_DEFAULT,)),
         python=e.get("python", _pythons, (SYSTEM_PYTHON,)),
         os=e.get("os", r.text_list),
-        flavors=e.get("flavors", _choices(FLAVORS), FLAVORS),
-        strategy=e.get("strategy", _choice(STRATEGIES), "wheels"),
+        flavors=e.get("flavors", _choices(Flavor), tuple(Flavor)),
+        strategy=e.get("strategy", _choice(Strategy), Strategy.WHEELS),
         archs=e.get("archs", r.arch_list, ()),
         pip=e.get("pip", r.text_list, ()),
         require_archs=e.get("require_archs", r.arch_list, ()),
@@ -68,19 +70,19 @@ def _pythons(value: Any) -> tuple[str, ...]:
     return tuple(item if item == SYSTEM_PYTHON else str(r.minor_version(item)) for item in r.text_list(value))
 
 
-def _choice(allowed: tuple[str, ...]) -> Any:
-    def convert(value: Any) -> str:
-        text = r.text(value)
+def _choice(kind: type[E]) -> Callable[[Any], E]:
+    def convert(value: Any) -> E:
+        text, allowed = r.text(value), [k.value for k in kind]
         if text not in allowed:
-            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}{r.did_you_mean(text, allowed)}")
-        return text
+            raise ValueError(f"{text!r} is not one of {', '.join(allowed)}{did_you_mean(text, allowed)}")
+        return kind(text)
 
     return convert
 
 
-def _choices(allowed: tuple[str, ...]) -> Any:
-    def convert(value: Any) -> tuple[str, ...]:
-        return tuple(_choice(allowed)(item) for item in r.text_list(value))
+def _choices(kind: type[E]) -> Callable[[Any], tuple[E, ...]]:
+    def convert(value: Any) -> tuple[E, ...]:
+        return tuple(_choice(kind)(item) for item in r.text_list(value))
 
     return convert
 
@@ -93,13 +95,13 @@ def check_publish(
         label = f"publish[{entry.name}]"
         for name in entry.os:
             if name not in oses:
-                ctx.fail(("publish", index, "os"), f"{label}.os", f"unknown OS {name!r}{r.did_you_mean(name, oses)}")
+                ctx.fail(("publish", index, "os"), f"{label}.os", f"unknown OS {name!r}{did_you_mean(name, oses)}")
         for name in entry.variants:
             if name != PYPI_DEFAULT and name not in variants:
                 ctx.fail(
                     ("publish", index, "variants"),
                     f"{label}.variants",
-                    f"unknown variant {name!r}{r.did_you_mean(name, sorted(variants | {PYPI_DEFAULT}))}",
+                    f"unknown variant {name!r}{did_you_mean(name, sorted(variants | {PYPI_DEFAULT}))}",
                 )
         for key, listed in (("archs", entry.archs), ("require_archs", entry.require_archs)):
             for arch in listed:

@@ -12,18 +12,12 @@ from packaging.version import Version
 
 from builder.archs import Arch, arch_from
 from builder.errors import MatrixError
+from builder.kinds import did_you_mean
 from builder.matrix.locate import KeyPath, Locator
 from builder.versions import Driver, driver_version, release
 
 T = TypeVar("T")
 _MISSING: Any = object()
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    import difflib  # only an error needs it
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from builder.errors import UsageError
+from builder.kinds import did_you_mean
 from builder.matrix.model import Matrix
-from builder.matrix.reader import did_you_mean
 from builder.versions import minor_of, minor_str
 
 KINDS = ("torch", "cuda", "arch", "cudnn", "os")

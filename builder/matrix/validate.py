@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from builder.archs import Arch
+from builder.kinds import did_you_mean
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
 from builder.matrix.publish_set import check_publish
-from builder.matrix.reader import Context, did_you_mean
+from builder.matrix.reader import Context
 from builder.versions import minor_of, minor_str
 
 CUDNN_TAGS = ("cudnn8", "cudnn9", "cudnn")

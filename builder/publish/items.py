@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from builder.errors import RenderError, UsageError
+from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
 from builder.render.context import bases
 from builder.render.network import Network
-from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -68,7 +69,7 @@ def expand(m: Matrix, network: Network | None = None, refresh: str = "") -> tupl
     f = Facts(m)
     for entry in m.publish:
         options = RenderOptions(
-            strategy=Strategy(entry.strategy),
+            strategy=entry.strategy,
             archs=entry.archs,
             extra_pip=entry.pip,
             network=network or Network(),
@@ -78,7 +79,7 @@ def expand(m: Matrix, network: Network | None = None, refresh: str = "") -> tupl
             problem = combo.reason if isinstance(combo, _Unpublished) else None
             if isinstance(combo, Combination):
                 problem = _rules_problem(f, combo) or _render_problem(m, combo, options)
-            for flavor in map(Flavor, entry.flavors):
+            for flavor in entry.flavors:
                 if problem is not None:
                     excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
                 elif item_id(combo.id, flavor, options) not in seen:  # overlapping entries: the first one wins

@@ -8,10 +8,11 @@ from typing import Any
 from builder import __version__
 from builder.archs import Arch
 from builder.errors import RenderError
+from builder.kinds import Flavor, Strategy
 from builder.matrix.model import CudaImage, Matrix
 from builder.render import safety
 from builder.render.nvidia import image_tag, require_cuda, select_image
-from builder.render.options import Flavor, RenderOptions, Strategy
+from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import index_url

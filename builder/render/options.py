@@ -1,35 +1,13 @@
-"""Closed vocabularies and the options of a render (what besides the combination shapes the image)."""
+"""The options of a render: what besides the combination shapes the image."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Literal, TypeVar
+from typing import Literal
 
 from builder.archs import Arch
-from builder.errors import UsageError
-from builder.matrix.reader import did_you_mean
+from builder.kinds import Strategy
 from builder.render.network import Network
-
-
-class Flavor(StrEnum):
-    RUNTIME = "runtime"
-    DEVEL = "devel"
-
-
-class Strategy(StrEnum):
-    WHEELS = "wheels"
-    CUDA_BASE = "cuda-base"
-
-
-E = TypeVar("E", bound=StrEnum)
-
-
-def parse_choice(kind: type[E], value: str, flag: str) -> E:
-    names = [e.value for e in kind]
-    if value not in names:
-        raise UsageError(f"{flag}: {value!r} is not one of {', '.join(names)}{did_you_mean(value, names)}")
-    return kind(value)
 
 
 @dataclass(frozen=True, kw_only=True)

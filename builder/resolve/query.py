@@ -4,21 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import StrEnum
 
 from packaging.specifiers import SpecifierSet
 
 from builder.archs import Arch, parse_arch
 from builder.errors import UsageError
+from builder.kinds import GpuClass, did_you_mean
 from builder.matrix.model import Matrix
-from builder.matrix.reader import did_you_mean
 from builder.versions import Driver, parse_driver, parse_spec
-
-
-class GpuClass(StrEnum):
-    CONSUMER = "consumer"
-    DATACENTER = "datacenter"
-    EMBEDDED = "embedded"
 
 
 @dataclass(frozen=True)

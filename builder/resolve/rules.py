@@ -12,9 +12,10 @@ from enum import StrEnum
 from packaging.version import Version
 
 from builder.archs import Arch
+from builder.kinds import GpuClass
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
-from builder.resolve.query import GpuClass, Query
+from builder.resolve.query import Query
 from builder.versions import Driver, minor_str
 
 

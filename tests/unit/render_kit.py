@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from builder.archs import Arch
+from builder.kinds import Strategy
 from builder.matrix import Matrix, load_matrix
 from builder.plan import Plan, make_plan
 from builder.render.network import Network, NetworkFlags, resolve_network
-from builder.render.options import Extension, RenderOptions, Strategy
+from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.query import Query, known_arch
 from builder.resolve.resolver import lookup

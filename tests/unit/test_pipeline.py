@@ -17,10 +17,10 @@ from render_kit import addone, arch, no_host_network, plan
 
 from builder.engine import ImageInfo, Mount, RegistryAuth
 from builder.errors import BuildError, EngineError, Interrupted, PushError, TorchyardError
+from builder.kinds import Flavor
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import CONTENT_LABEL, Plan
 from builder.render.context import cuda_home
-from builder.render.options import Flavor
 from builder.suite import IN_IMAGE_SMOKE, OUT
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"

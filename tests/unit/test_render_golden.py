@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 from render_kit import ROOT, addone, arch, plan
 
+from builder.kinds import Strategy
 from builder.render.network import CA_ENV_VARS, INDEX_ENV_VAR
-from builder.render.options import Strategy
 
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

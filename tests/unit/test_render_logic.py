@@ -29,8 +29,8 @@ from render_kit import (
 
 from builder.cli.main import main
 from builder.errors import RenderError
+from builder.kinds import Flavor, Strategy
 from builder.render.nvidia import select_image
-from builder.render.options import Flavor, Strategy
 from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.resolver import lookup
 

@@ -38,9 +38,9 @@ from render_kit import (
 )
 
 from builder.errors import RenderError
+from builder.kinds import Flavor, Strategy
 from builder.matrix.model import CudaImage
 from builder.plan import Plan, make_plan
-from builder.render.options import Flavor, Strategy
 from builder.resolve.combos import Combination
 from builder.versions import minor_of
 

@@ -13,9 +13,9 @@ from render_kit import combination, matrix, options
 
 from builder.cli.main import main
 from builder.errors import RenderError
+from builder.kinds import Flavor
 from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
 from builder.render.network import Network, NetworkFlags, resolve_network
-from builder.render.options import Flavor
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
 USER, PASSWORD = "alice", "s3cr3t-token"

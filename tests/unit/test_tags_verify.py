@@ -16,8 +16,9 @@ from render_kit import addone, arch, combination, matrix, options, plan, valid_c
 from builder.archs import Arch
 from builder.engine import ImageInfo, RunResult
 from builder.errors import BuildError
+from builder.kinds import Flavor, Strategy
 from builder.plan import CONTENT_LABEL
-from builder.render.options import Extension, Flavor, Strategy
+from builder.render.options import Extension
 from builder.smoke.expect import cudnn_number
 from builder.tags import ImageTags, default_os_python, extras_id, image_tags
 from builder.verify import check_extension_code, check_labels, check_tag, observed_tag
