@@ -126,6 +126,11 @@ class DockerEngine:
                 raise EngineError(_explain_connect(exc, host)) from None
         return self._client
 
+    def daemon_info(self) -> dict[str, Any]:
+        """`docker info` as the engine answers it (runtimes, CDI spec directories, versions)."""
+        info: dict[str, Any] = _call(self._sdk().info, "ask the engine for its configuration")
+        return info
+
     # -- builds -------------------------------------------------------------------------------------
     def build(self, argv: list[str], on_line: Callable[[str], None]) -> str:
         info = self.info()

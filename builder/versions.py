@@ -67,6 +67,23 @@ class Driver:
         return str(self) if self.exact else f"{self} (any {self}.x, read as the newest)"
 
 
+def meets_floors(drv: Driver, floors: tuple[Driver, ...]) -> bool:
+    """Per-branch first drivers: a branch after the last one listed has it; a listed branch from its floor on;
+    any other branch does not (a GPU that arrived in 525.x and 535.x is in no 530.x release)."""
+    if not floors or drv.branch > floors[-1].branch:
+        return True
+    same = next((f for f in floors if f.branch == drv.branch), None)
+    return same is not None and drv.at_least(same)
+
+
+def describe_floors(floors: tuple[Driver, ...]) -> str:
+    """'>= 570.86.16' or '>= 525.147.05 (525), >= 535.86.05 (535 and later)'."""
+    if len(floors) == 1:
+        return f">= {floors[0]}"
+    parts = [f">= {f} ({f.branch})" for f in floors[:-1]] + [f">= {floors[-1]} ({floors[-1].branch} and later)"]
+    return ", ".join(parts)
+
+
 def _pad(parts: tuple[int, ...], width: int) -> tuple[int, ...]:
     return parts + (0,) * (width - len(parts))
 

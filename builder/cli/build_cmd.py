@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from builder.cli.image_options import build_problem, image_options, render_options_of
-from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
+from builder.cli.options import combination_options, matrix_of, query_of
 from builder.engine import DockerEngine, RegistryAuth
 from builder.errors import UsageError
 from builder.kinds import Flavor
@@ -26,7 +26,7 @@ ENV_REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"
 
 
 @click.command("build")
-@combination_options_multi_arch
+@combination_options
 @image_options
 @click.option("--target", default="runtime", show_default=True, type=click.Choice(["runtime", "devel", "all"]))
 @click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository.")
@@ -60,10 +60,8 @@ def build_cmd(
 ) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
     m = matrix_of(ctx)
-    archs: tuple[str, ...] = kwargs.pop("archs")
-    kwargs["arch"] = archs[0] if archs else None
-    options = render_options_of(m, archs, kwargs)
-    choice = choose(m, query_of(m, kwargs), options.archs[1:], build_problem(m, options))
+    options = render_options_of(m, kwargs["archs"], kwargs)
+    choice = choose(m, query_of(m, kwargs), build_problem(m, options))
     plan = make_plan(m, choice.result.combo, options)
     flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
     flavors = tuple(f for f in flavors if target != "all" or f not in dict(plan.unavailable)) or flavors

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.archs import Arch
 from builder.errors import RenderError, UsageError
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
@@ -143,10 +142,6 @@ def _extension(text: str) -> Extension:
         return Extension(name=name, kind="path", spec=str(path.resolve()))
     name = re.split(r"[=<>!~\[;@ ]", text, maxsplit=1)[0].lower()
     return Extension(name=name, kind="pip", spec=text)
-
-
-def extra_archs(archs: tuple[Arch, ...]) -> tuple[Arch, ...]:
-    return archs[1:]
 
 
 def build_problem(m: Matrix, options: RenderOptions) -> Callable[[Combination], str | None]:

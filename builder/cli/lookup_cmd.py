@@ -83,7 +83,7 @@ def explain_cmd(ctx: click.Context, /, as_json: bool, **kwargs: Any) -> None:
     else:
         click.echo(f"{e.id}: {'VALID' if e.valid else 'NOT VALID'}")
         for how in e.pinned:
-            click.echo(f"  pinned {how}")
+            click.echo(f"  chosen: {how}")
         for c in e.checks:
             click.echo(f"  {'PASS' if c.ok else 'FAIL'}  {c.rule:<16} {c.reason}")
             if not c.ok:

@@ -18,6 +18,7 @@ ENV_DEBUG = "TORCHYARD_DEBUG"
 
 # Commands load on use, so `torchyard lookup` never imports jinja2 or docker.
 _COMMANDS = {
+    "doctor": "builder.cli.doctor_cmd:doctor_cmd",
     "lookup": "builder.cli.lookup_cmd:lookup_cmd",
     "explain": "builder.cli.lookup_cmd:explain_cmd",
     "matrix": "builder.cli.matrix_cmd:matrix_group",

@@ -12,11 +12,27 @@ from builder.resolve.query import Query, RawQuery, parse_query
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_ARCH_HELP = "GPU architecture: sm_89, 8.9, sm_90a."
 _COMBINATION_OPTIONS = (
     click.option("--driver", metavar="V", help="NVIDIA driver (nvidia-smi): 550.54.15, or a branch: 535."),
-    click.option("--arch", metavar="ARCH", help=_ARCH_HELP),
-    click.option("--gpu", metavar="NAME", help='GPU name: "RTX 4090", "H100", "Tesla T4".'),
+    click.option(
+        "--arch",
+        "archs",
+        metavar="ARCH",
+        multiple=True,
+        help="GPU architecture: sm_89, 8.9, sm_90a. Repeatable: the image must run on all of them.",
+    ),
+    click.option(
+        "--gpu",
+        "gpu_names",
+        metavar="NAME",
+        multiple=True,
+        help='GPU name: "RTX 4090", "H100", "DGX Spark", as nvidia-smi prints it. Repeatable.',
+    ),
+    click.option(
+        "--platform",
+        metavar="linux/amd64|linux/arm64",
+        help="Platform of the image (default: the GPU's host where it has one, else this machine's).",
+    ),
     click.option("--torch", "torch_spec", metavar="SPEC", help="torch version or range: 2.5, 2.5.1, '>=2.4,<2.7'."),
     click.option("--cuda", "cuda_spec", metavar="SPEC", help="CUDA of the wheel: 12, 12.4, cu124, '>=12.4'."),
     click.option("--python", "python_spec", metavar="SPEC", help="Python: 3.11, '>=3.10'."),
@@ -36,14 +52,6 @@ def combination_options(func: F) -> F:
     return func
 
 
-def combination_options_multi_arch(func: F) -> F:
-    """As combination_options, with a repeatable --arch (render/build compile for every one given)."""
-    multi = click.option("--arch", "archs", metavar="ARCH", multiple=True, help=_ARCH_HELP + " Repeatable.")
-    for option in reversed((_COMBINATION_OPTIONS[0], multi, *_COMBINATION_OPTIONS[2:])):
-        func = option(func)
-    return func
-
-
 def matrix_of(ctx: click.Context) -> Matrix:
     path = (ctx.find_root().obj or {}).get("matrix")
     return load_matrix(path)
@@ -54,8 +62,9 @@ def query_of(m: Matrix, kwargs: dict[str, Any]) -> Query:
         m,
         RawQuery(
             driver=kwargs.pop("driver"),
-            arch=kwargs.pop("arch"),
-            gpu=kwargs.pop("gpu"),
+            archs=tuple(kwargs.pop("archs")),
+            gpus=tuple(kwargs.pop("gpu_names")),
+            platform=kwargs.pop("platform"),
             torch=kwargs.pop("torch_spec"),
             cuda=kwargs.pop("cuda_spec"),
             python=kwargs.pop("python_spec"),

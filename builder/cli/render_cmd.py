@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from builder.cli.image_options import build_problem, image_options, render_options_of
-from builder.cli.options import combination_options_multi_arch, matrix_of, query_of
+from builder.cli.options import combination_options, matrix_of, query_of
 from builder.cli.output import emit_json
 from builder.kinds import Flavor
 from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
@@ -22,7 +22,7 @@ PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 
 
 @click.command("render")
-@combination_options_multi_arch
+@combination_options
 @image_options
 @click.option(
     "--target",
@@ -38,11 +38,9 @@ PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str, as_json: bool, **kwargs: Any) -> None:
     """Write Dockerfile + build context + plan.json and print the docker build command."""
     m = matrix_of(ctx)
-    archs: tuple[str, ...] = kwargs.pop("archs")
-    kwargs["arch"] = archs[0] if archs else None
-    options = render_options_of(m, archs, kwargs)
+    options = render_options_of(m, kwargs["archs"], kwargs)
     q = query_of(m, kwargs)
-    choice = choose(m, q, options.archs[1:], build_problem(m, options))
+    choice = choose(m, q, build_problem(m, options))
     plan = make_plan(m, choice.result.combo, options)
     flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
     for flavor in flavors:

@@ -5,16 +5,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterator
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.errors import MatrixError
-from builder.kinds import did_you_mean
+from builder.kinds import Platform, did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.doccache import TomlSyntaxError, parse_toml
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import (
     ArchInfo,
+    Build,
     Companion,
     Confidence,
     CudaImage,
@@ -22,11 +24,14 @@ from builder.matrix.model import (
     CudaRelease,
     CudnnRange,
     DriverBranch,
+    GpuProduct,
+    Host,
     Matrix,
     OSBase,
     Source,
     TorchRelease,
     TorchVariant,
+    Wheels,
 )
 from builder.matrix.publish_set import parse_publish
 from builder.matrix.reader import Context, Entry
@@ -34,6 +39,7 @@ from builder.resources import default_matrix_path
 from builder.versions import Driver
 
 T = TypeVar("T")
+E = TypeVar("E", bound=StrEnum)
 SCHEMA = 1
 _TOP = (
     "schema",
@@ -49,6 +55,7 @@ _TOP = (
     "os",
     "brand_sets",
     "cuda_image",
+    "gpu_product",
     "publish",
 )
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
@@ -123,6 +130,7 @@ def _build(ctx: Context, doc: dict[str, Any]) -> Matrix:
         os=array("os", _os, lambda e: e.name),
         cuda_images=array("cuda_image", _cuda_image, lambda e: str(e.cuda)),
         brand_sets=_brand_sets(ctx, doc.get("brand_sets", {})),
+        gpu_products=array("gpu_product", _gpu_product, lambda e: e.name),
         publish=parse_publish(ctx, doc.get("publish", [])),
     )
 
@@ -180,8 +188,8 @@ def _sources(ctx: Context, raw: Any) -> Iterator[Source]:
         yield Source(id=ident, title=e.get("title", r.text), url=url, confidence=confidence)
 
 
-def _enum(kind: type[Confidence]) -> Callable[[Any], Confidence]:
-    def convert(value: Any) -> Confidence:
+def _enum(kind: type[E]) -> Callable[[Any], E]:
+    def convert(value: Any) -> E:
         names = [c.value for c in kind]
         if value not in names:
             raise ValueError(f"{value!r} is not one of {', '.join(names)}{did_you_mean(str(value), names)}")
@@ -230,6 +238,19 @@ def _arch(e: Entry) -> ArchInfo:
         nvcc_added=e.get("nvcc_added", r.minor_version, None),
         nvcc_removed=e.get("nvcc_removed", r.minor_version, None),
         renamed_to=e.get("renamed_to", r.text, None),
+        driver_min=e.get("driver_min", r.driver_floors, ()),
+        driver_last_branch=e.get("driver_last_branch", r.integer, None),
+        sources=e.get("source", r.sources),
+    )
+
+
+def _gpu_product(e: Entry) -> GpuProduct:
+    return GpuProduct(
+        name=e.get("name", r.text),
+        driver_min=e.get("driver_min", r.driver_floors, ()),
+        host=e.get("host", _enum(Host), Host.ANY),
+        aliases=e.get("aliases", r.text_list, ()),
+        note=e.get("note", r.text, ""),
         sources=e.get("source", r.sources),
     )
 
@@ -273,7 +294,9 @@ def _companion(name: str) -> Callable[[Entry], Companion]:
     return make
 
 
-_VARIANT_KEYS = ("name", "cuda", "cuda_runtime", "cudnn", "nccl", "sass", "ptx", "note")
+_VARIANT_KEYS = ("name", "cuda", "cuda_runtime", "cudnn", "nccl", "sass", "ptx", "note", "arm64")
+_BUILD_KEYS = ("sass", "ptx", "local", "note")
+_WHEELS_KEYS = ("pypi_default", "python", "platform_tag")
 _TORCH_KEYS = (
     "version",
     "released",
@@ -283,6 +306,7 @@ _TORCH_KEYS = (
     "torchvision",
     "torchaudio",
     "variants",
+    "arm64",
 )
 
 
@@ -291,16 +315,36 @@ def _torch(e: Entry) -> TorchRelease:
         _variant(_open(e.ctx, (*e.path, "variants", i), f"{e.label}.variants[{i}]", raw, _VARIANT_KEYS, "name"))
         for i, raw in _entries(e.ctx, (*e.path, "variants"), f"{e.label}.variants", e.raw.get("variants", []))
     )
+    wheels = [_wheels(e, Platform.AMD64, e.get("source", r.sources))]
+    arm64 = _sub_table(e, Platform.ARM64, _WHEELS_KEYS)
+    if arm64 is not None:
+        wheels.append(_wheels(arm64, Platform.ARM64, arm64.get("source", r.sources)))
     return TorchRelease(
         version=e.get("version", r.version),
         released=e.get("released", r.text),
-        pypi_default=e.get("pypi_default", r.text),
-        python=e.get("python", _python_list),
-        platform_tag=e.get("platform_tag", r.text),
+        wheels=tuple(wheels),
         torchvision=e.get("torchvision", r.version),
         torchaudio=e.get("torchaudio", r.version),
         variants=variants,
         sources=e.get("source", r.sources),
+    )
+
+
+def _sub_table(e: Entry, platform: Platform, keys: tuple[str, ...]) -> Entry | None:
+    """The [<parent>.arm64] table of a platform other than linux/amd64, when present."""
+    if platform.arch not in e.raw:
+        return None
+    path = (*e.path, platform.arch)
+    return Entry(e.ctx, path, f"{e.label}.{platform.arch}", e.raw[platform.arch], (*keys, "source"))
+
+
+def _wheels(e: Entry, platform: Platform, sources: tuple[str, ...]) -> Wheels:
+    return Wheels(
+        platform=platform,
+        pypi_default=e.get("pypi_default", r.text),
+        python=e.get("python", _python_list),
+        platform_tag=e.get("platform_tag", r.text),
+        sources=sources,
     )
 
 
@@ -310,6 +354,7 @@ def _python_list(value: Any) -> tuple[str, ...]:
 
 _VARIANT_NAME = re.compile(r"^(cpu|cu\d{3})$")
 _TOOLKIT_PIN = re.compile(r"^cuda-toolkit==(\d+\.\d+\.\d+)$")
+_LOCAL = re.compile(r"^(none|[a-z0-9]+)$")
 
 
 def _variant(e: Entry) -> TorchVariant:
@@ -318,6 +363,11 @@ def _variant(e: Entry) -> TorchVariant:
         e.fail_key("name", f"{name!r} is not a wheel variant like cu124 or cpu")
     runtime = e.get("cuda_runtime", r.text, None)
     toolkit = _TOOLKIT_PIN.match(runtime or "")
+    sources = e.get("source", r.sources)
+    builds = [_variant_build(e, Platform.AMD64, name, sources)]
+    arm64 = _sub_table(e, Platform.ARM64, _BUILD_KEYS)
+    if arm64 is not None:
+        builds.append(_variant_build(arm64, Platform.ARM64, name, arm64.get("source", r.sources)))
     return TorchVariant(
         name=name,
         cuda=e.get("cuda", r.minor_version, None),
@@ -325,10 +375,23 @@ def _variant(e: Entry) -> TorchVariant:
         cuda_release=r.version(toolkit[1]) if toolkit else None,
         cudnn=e.get("cudnn", r.version, None),
         nccl=e.get("nccl", r.version, None),
+        builds=tuple(builds),
+        note=e.get("note", r.text, ""),
+        sources=sources,
+    )
+
+
+def _variant_build(e: Entry, platform: Platform, variant: str, sources: tuple[str, ...]) -> Build:
+    local = e.get("local", r.text, variant)
+    if not _LOCAL.match(local):
+        e.fail_key("local", f"{local!r} is not a local version part like cu130 (or none)")
+    return Build(
+        platform=platform,
         sass=e.get("sass", r.arch_list, None),
         ptx=e.get("ptx", r.arch_list, ()),
-        note=e.get("note", r.text, ""),
-        sources=e.get("source", r.sources),
+        local=None if local == "none" else local,
+        note=e.get("note", r.text, "") if platform is not Platform.AMD64 else "",
+        sources=sources,
     )
 
 
@@ -377,7 +440,18 @@ _KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "driver_branch": (("branch", "reports_cuda", "note"), "branch"),
     "cuda": (("version", "min_driver", "note"), "version"),
     "arch": (
-        ("name", "family", "gpus", "datacenter_gpus", "embedded_gpus", "nvcc_added", "nvcc_removed", "renamed_to"),
+        (
+            "name",
+            "family",
+            "gpus",
+            "datacenter_gpus",
+            "embedded_gpus",
+            "nvcc_added",
+            "nvcc_removed",
+            "renamed_to",
+            "driver_min",
+            "driver_last_branch",
+        ),
         "name",
     ),
     "cudnn": (
@@ -392,4 +466,5 @@ _KEYS: dict[str, tuple[tuple[str, ...], str]] = {
         "name",
     ),
     "cuda_image": (("cuda", "os", "cudnn_tag", "cudnn_os", "cudnn", "fc_branches", "fc_brands"), "cuda"),
+    "gpu_product": (("name", "driver_min", "host", "aliases", "note"), "name"),
 }

@@ -9,6 +9,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builder.archs import Arch
+from builder.kinds import Platform
 from builder.matrix.publish_set import PublishEntry
 from builder.versions import Driver, minor_of
 
@@ -64,7 +65,8 @@ class DriverBranch:
 
 @dataclass(frozen=True, kw_only=True)
 class ArchInfo:
-    """A GPU architecture: its GPUs by class, and the CUDA releases whose nvcc targets it."""
+    """A GPU architecture: its GPUs by class, the CUDA releases whose nvcc targets it, and the Linux
+    drivers that run its GPUs."""
 
     arch: Arch
     family: str
@@ -74,6 +76,8 @@ class ArchInfo:
     nvcc_added: Version | None  # None: before the oldest CUDA release in the file
     nvcc_removed: Version | None  # None: still supported
     renamed_to: str | None
+    driver_min: tuple[Driver, ...]  # the first Linux driver with these GPUs (see DriverFloors); (): not sourced
+    driver_last_branch: int | None  # a legacy architecture: the last driver branch that supports it
     sources: tuple[str, ...]
 
     @property
@@ -85,6 +89,28 @@ class ArchInfo:
         if self.nvcc_added is not None and cuda_minor < minor_of(self.nvcc_added):
             return False
         return self.nvcc_removed is None or cuda_minor < minor_of(self.nvcc_removed)
+
+
+class Host(StrEnum):
+    """Where a GPU runs: in any server or workstation (a PCIe/SXM card), a Grace (Arm SBSA) system only,
+    or a Jetson (Tegra, L4T), which PyPI's manylinux wheels do not serve."""
+
+    ANY = "any"
+    SBSA = "sbsa"
+    TEGRA = "tegra"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuProduct:
+    """Facts about one GPU product beyond its architecture: a later first driver, the host it sits in,
+    other names people give it."""
+
+    name: str
+    driver_min: tuple[Driver, ...]  # per branch where it arrived mid-branch; later branches all have it
+    host: Host
+    aliases: tuple[str, ...]
+    note: str
+    sources: tuple[str, ...]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,8 +143,20 @@ class Companion:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Build:
+    """One variant's wheels for one platform: the GPU code they carry and the version torch reports."""
+
+    platform: Platform
+    sass: tuple[Arch, ...] | None  # None: compiled list not sourced
+    ptx: tuple[Arch, ...]
+    local: str | None  # torch.__version__'s local part (cu130); None: the wheel reports none
+    note: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class TorchVariant:
-    """One wheel variant of a torch release (cu124, cpu) and what it bundles and compiles for."""
+    """One wheel variant of a torch release (cu124, cpu) and what it bundles and compiles for, per platform."""
 
     name: str  # cu124, cpu
     cuda: Version | None  # CUDA major.minor; None for cpu
@@ -126,8 +164,7 @@ class TorchVariant:
     cuda_release: Version | None  # full CUDA release, where the wheel pins one (cuda-toolkit==X)
     cudnn: Version | None
     nccl: Version | None
-    sass: tuple[Arch, ...] | None  # None: compiled list not sourced
-    ptx: tuple[Arch, ...]
+    builds: tuple[Build, ...]  # linux/amd64 first; a platform without an entry has no wheels of this variant
     note: str
     sources: tuple[str, ...]
 
@@ -135,16 +172,37 @@ class TorchVariant:
     def is_cpu(self) -> bool:
         return self.cuda is None
 
+    def build(self, platform: Platform) -> Build | None:
+        return next((b for b in self.builds if b.platform is platform), None)
+
+    @property
+    def sass(self) -> tuple[Arch, ...] | None:
+        """linux/amd64's compiled list (every recorded variant has amd64 wheels)."""
+        return self.builds[0].sass
+
+    @property
+    def ptx(self) -> tuple[Arch, ...]:
+        return self.builds[0].ptx
+
 
 @dataclass(frozen=True, kw_only=True)
-class TorchRelease:
-    """A torch release: its wheel variants, Python wheels, glibc floor and companions."""
+class Wheels:
+    """A torch release's wheels for one platform: which variant PyPI serves, for which Pythons, which tag."""
 
-    version: Version
-    released: str
+    platform: Platform
     pypi_default: str
     python: tuple[str, ...]
     platform_tag: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class TorchRelease:
+    """A torch release: its wheel variants, its wheels per platform (Pythons, glibc floor), companions."""
+
+    version: Version
+    released: str
+    wheels: tuple[Wheels, ...]  # linux/amd64 first
     torchvision: Version
     torchaudio: Version
     variants: tuple[TorchVariant, ...]
@@ -152,6 +210,22 @@ class TorchRelease:
 
     def variant(self, name: str) -> TorchVariant | None:
         return next((v for v in self.variants if v.name == name), None)
+
+    def on(self, platform: Platform) -> Wheels | None:
+        return next((w for w in self.wheels if w.platform is platform), None)
+
+    @property
+    def pypi_default(self) -> str:
+        """linux/amd64's PyPI default (`pip install torch` on x86_64)."""
+        return self.wheels[0].pypi_default
+
+    @property
+    def python(self) -> tuple[str, ...]:
+        return self.wheels[0].python
+
+    @property
+    def platform_tag(self) -> str:
+        return self.wheels[0].platform_tag
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,4 +276,5 @@ class Matrix:
     os: tuple[OSBase, ...]
     cuda_images: tuple[CudaImage, ...]
     brand_sets: dict[str, tuple[str, ...]] = field(hash=False)
+    gpu_products: tuple[GpuProduct, ...] = ()
     publish: tuple[PublishEntry, ...] = ()

@@ -98,6 +98,16 @@ def driver(value: Any) -> Driver:
     return parsed
 
 
+def driver_floors(value: Any) -> tuple[Driver, ...]:
+    """The first driver of each branch that has it ("570.124.04" or ["570.148.08", "575.51.02"]); one per
+    branch, oldest first."""
+    floors = tuple(driver(item) for item in ([value] if isinstance(value, str) else _list(value)))
+    branches = [f.branch for f in floors]
+    if not floors or branches != sorted(set(branches)):
+        raise ValueError(f"expected driver versions of distinct branches, oldest first, found {value!r}")
+    return floors
+
+
 def spec(value: Any) -> SpecifierSet:
     try:
         return SpecifierSet(text(value))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from builder.archs import Arch
-from builder.kinds import did_you_mean
+from builder.kinds import Platform, did_you_mean
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
 from builder.matrix.publish_set import check_publish
@@ -46,6 +46,7 @@ def validate(m: Matrix, ctx: Context) -> None:
         _check_torch(m, ctx, i, release, ix)
     _check_os(m, ctx)
     _check_images(m, ctx)
+    _check_gpu_products(m, ctx)
     check_publish(
         ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants}, {a.name for a in m.archs}
     )
@@ -68,14 +69,24 @@ def _check_sources(m: Matrix, ctx: Context) -> None:
         ("torch", [(str(e.version), e.sources) for e in m.torch]),
         ("os", [(e.name, e.sources) for e in m.os]),
         ("cuda_image", [(str(e.cuda), e.sources) for e in m.cuda_images]),
+        ("gpu_product", [(e.name, e.sources) for e in m.gpu_products]),
     ]
     for key, entries in tables:
         for i, (name, cited) in enumerate(entries):
             _check_cited(m, ctx, (key, i, "source"), f"{key}[{name}].source", cited)
     for i, release in enumerate(m.torch):
+        for wheels in release.wheels[1:]:
+            arch = wheels.platform.arch
+            _check_cited(
+                m, ctx, ("torch", i, arch, "source"), f"torch[{release.version}].{arch}.source", wheels.sources
+            )
         for j, variant in enumerate(release.variants):
-            path = ("torch", i, "variants", j, "source")
-            _check_cited(m, ctx, path, f"torch[{release.version}].variants[{variant.name}].source", variant.sources)
+            path = ("torch", i, "variants", j)
+            label = f"torch[{release.version}].variants[{variant.name}]"
+            _check_cited(m, ctx, (*path, "source"), f"{label}.source", variant.sources)
+            for build in variant.builds[1:]:
+                arch = build.platform.arch
+                _check_cited(m, ctx, (*path, arch, "source"), f"{label}.{arch}.source", build.sources)
 
 
 def _check_cited(m: Matrix, ctx: Context, path: KeyPath, label: str, cited: tuple[str, ...]) -> None:
@@ -159,6 +170,7 @@ def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease, ix: _In
                 f"{label}.{key}",
                 f"{key} {version} requires torch{match.requires_torch}, not {release.version}",
             )
+    _check_platform_defaults(ctx, i, release)
     seen: dict[str, int] = {}
     for j, variant in enumerate(release.variants):
         if variant.name in seen:
@@ -166,6 +178,49 @@ def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease, ix: _In
             ctx.fail(("torch", i, "variants", j), f"{label}.variants[{variant.name}]", f"duplicate variant{_at(first)}")
         seen[variant.name] = j
         _check_variant(m, ctx, ("torch", i, "variants", j), f"{label}.variants[{variant.name}]", variant, ix)
+
+
+def _check_platform_defaults(ctx: Context, i: int, release: TorchRelease) -> None:
+    """Each platform's PyPI default is a variant with wheels for that platform."""
+    for wheels in release.wheels:
+        variant = release.variant(wheels.pypi_default)
+        where = ("torch", i) if wheels.platform is Platform.AMD64 else ("torch", i, wheels.platform.arch)
+        label = f"torch[{release.version}]" + ("" if wheels.platform is Platform.AMD64 else f".{wheels.platform.arch}")
+        if variant is None:
+            names = [v.name for v in release.variants]
+            _unknown(ctx, (*where, "pypi_default"), f"{label}.pypi_default", "variant", wheels.pypi_default, names)
+        elif variant.build(wheels.platform) is None:
+            ctx.fail(
+                (*where, "pypi_default"),
+                f"{label}.pypi_default",
+                f"variant {variant.name} records no {wheels.platform.value} build "
+                f"([torch.variants.{wheels.platform.arch}])",
+            )
+    for variant in release.variants:
+        for build in variant.builds:
+            if release.on(build.platform) is None:
+                ctx.fail(
+                    ("torch", i, "variants"),
+                    f"torch[{release.version}].variants[{variant.name}].{build.platform.arch}",
+                    f"a {build.platform.value} build, but the release records no {build.platform.value} wheels "
+                    f"([torch.{build.platform.arch}])",
+                )
+
+
+def _check_gpu_products(m: Matrix, ctx: Context) -> None:
+    """A product is a GPU some architecture lists; an alias names no other GPU."""
+    known = {g.lower() for a in m.archs for g in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)}
+    names = sorted({g for a in m.archs for g in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)})
+    aliases: dict[str, str] = {}
+    for i, product in enumerate(m.gpu_products):
+        label = f"gpu_product[{product.name}]"
+        if product.name.lower() not in known:
+            _unknown(ctx, ("gpu_product", i, "name"), f"{label}.name", "GPU", product.name, names)
+        for alias in product.aliases:
+            if alias.lower() in known or alias.lower() in aliases:
+                owner = aliases.get(alias.lower(), alias)
+                ctx.fail(("gpu_product", i, "aliases"), f"{label}.aliases", f"{alias!r} already names {owner}")
+            aliases[alias.lower()] = product.name
 
 
 def _at(line: int | None) -> str:
@@ -176,7 +231,7 @@ def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchV
     if v.cuda is None:
         if v.name != "cpu":
             ctx.fail(path, label, "a CUDA variant needs `cuda`")
-        if v.sass or v.ptx or v.cudnn or v.nccl:
+        if any(b.sass or b.ptx for b in v.builds) or v.cudnn or v.nccl:
             ctx.fail(path, label, "the cpu variant has no CUDA libraries or architectures")
         return
     expected = f"cu{v.cuda.major}{v.cuda.minor}"
@@ -186,8 +241,11 @@ def _check_variant(m: Matrix, ctx: Context, path: KeyPath, label: str, v: TorchV
         _unknown(ctx, (*path, "cuda"), f"{label}.cuda", "CUDA release", str(v.cuda), ix.minor_names)
     if v.cuda_release is not None:
         _check_pinned_release(ctx, path, label, v, ix)
-    _check_variant_archs(ctx, (*path, "sass"), f"{label}.sass", v.cuda, v.sass or (), ix)
-    _check_variant_archs(ctx, (*path, "ptx"), f"{label}.ptx", v.cuda, v.ptx, ix)
+    for build in v.builds:
+        where = path if build.platform is Platform.AMD64 else (*path, build.platform.arch)
+        name = label if build.platform is Platform.AMD64 else f"{label}.{build.platform.arch}"
+        _check_variant_archs(ctx, (*where, "sass"), f"{name}.sass", v.cuda, build.sass or (), ix)
+        _check_variant_archs(ctx, (*where, "ptx"), f"{name}.ptx", v.cuda, build.ptx, ix)
     if v.cudnn is not None:
         _check_variant_cudnn(m, ctx, path, label, v.cuda, v.cudnn)
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-from builder.archs import Arch
 from builder.errors import NoMatchError
 from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination
@@ -35,27 +34,16 @@ def failure_message(found: Lookup, prefix: str = "no valid combination") -> str:
     return "\n".join(lines)
 
 
-def choose(
-    m: Matrix,
-    q: Query,
-    extra_archs: tuple[Arch, ...] = (),
-    problem: Callable[[Combination], str | None] | None = None,
-) -> Choice:
-    """The best valid combination; with several --arch, one whose torch build runs on every one;
+def choose(m: Matrix, q: Query, problem: Callable[[Combination], str | None] | None = None) -> Choice:
+    """The best valid combination (with several architectures, one whose torch build runs on every one);
     with `problem`, the best one it finds nothing wrong with (e.g. an nvidia/cuda image exists)."""
     found = lookup(m, q)
     if not found.valid:
-        raise NoMatchError(failure_message(found))
+        prefix = "no valid combination"
+        if len(q.archs) > 1:
+            prefix += f" runs on all of {', '.join(a.name for a in q.archs)}"
+        raise NoMatchError(failure_message(found, prefix))
     valid = list(found.valid)
-    for arch in extra_archs:
-        also = lookup(m, replace(q, arch=arch))
-        if not also.valid:
-            raise NoMatchError(failure_message(also, f"no valid combination for {arch.name}"))
-        ids = {r.combo.id for r in also.valid}
-        valid = [r for r in valid if r.combo.id in ids]
-    if not valid:
-        names = ", ".join(a.name for a in (q.arch, *extra_archs) if a is not None)
-        raise NoMatchError(f"no single combination runs on all of {names}; build them separately")
     if problem is not None:
         problems = {r.combo.id: problem(r.combo) for r in valid}
         usable = [r for r in valid if problems[r.combo.id] is None]

@@ -9,66 +9,95 @@ from packaging.specifiers import SpecifierSet
 
 from builder.archs import Arch, parse_arch
 from builder.errors import UsageError
-from builder.kinds import GpuClass, did_you_mean
-from builder.matrix.model import Matrix
+from builder.kinds import Platform, did_you_mean, parse_platform
+from builder.matrix.model import Host, Matrix
+from builder.resolve.gpus import Gpu, find_gpu
 from builder.versions import Driver, parse_driver, parse_spec
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """A GPU named with --gpu: its architecture and class."""
-
-    name: str
-    arch: Arch
-    kind: GpuClass
 
 
 @dataclass(frozen=True, kw_only=True)
 class Query:
-    """A parsed lookup/explain request; None means not asked."""
+    """A parsed lookup/explain request; None / () means not asked. `archs` are every GPU the combination must
+    run on (the --arch list, else the --gpu architectures); `platform` is always set."""
 
     driver: Driver | None = None
-    arch: Arch | None = None
-    gpu: Gpu | None = None
+    archs: tuple[Arch, ...] = ()
+    gpus: tuple[Gpu, ...] = ()
     torch: SpecifierSet | None = None
     cuda: SpecifierSet | None = None
     python: SpecifierSet | None = None
     os: str | None = None
     variant: str | None = None
     forward_compat: bool = False
+    platform: Platform = Platform.AMD64
+    platform_given: bool = False  # --platform (or the GPU's host) chose it, not this machine
+
+    @property
+    def arch(self) -> Arch | None:
+        """The first architecture (the one a single-GPU question is about)."""
+        return self.archs[0] if self.archs else None
+
+    @property
+    def gpu(self) -> Gpu | None:
+        return self.gpus[0] if self.gpus else None
 
 
 @dataclass(frozen=True, kw_only=True)
 class RawQuery:
-    """Flag values as typed; `parse_query` turns them into a Query or one UsageError."""
+    """Flag values as typed; `parse_query` turns them into a Query or one UsageError. An empty string is a
+    value (and refused), not "not given"."""
 
     driver: str | None = None
-    arch: str | None = None
-    gpu: str | None = None
+    archs: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = ()
     torch: str | None = None
     cuda: str | None = None
     python: str | None = None
     os: str | None = None
     variant: str | None = None
     forward_compat: bool = False
+    platform: str | None = None
 
 
 def parse_query(m: Matrix, raw: RawQuery) -> Query:
-    gpu = find_gpu(m, raw.gpu) if raw.gpu else None
-    arch = known_arch(m, raw.arch) if raw.arch else None
-    if gpu and arch and arch.base != gpu.arch:
-        raise UsageError(f"--arch {arch.name} contradicts --gpu {raw.gpu!r}, which is {gpu.arch.name}")
+    gpus = tuple(dict.fromkeys(find_gpu(m, g) for g in raw.gpus))
+    archs = tuple(dict.fromkeys(known_arch(m, a) for a in raw.archs))
+    _check_agree(raw, gpus, archs)
+    platform, given = _platform(raw.platform, gpus)
     return Query(
-        driver=parse_driver(raw.driver) if raw.driver else None,
-        arch=arch or (gpu.arch if gpu else None),
-        gpu=gpu,
-        torch=parse_spec(raw.torch, "--torch") if raw.torch else None,
-        cuda=_cuda_spec(raw.cuda) if raw.cuda else None,
-        python=parse_spec(raw.python, "--python") if raw.python else None,
-        os=_known_os(m, raw.os) if raw.os else None,
-        variant=_known_variant(m, raw.variant) if raw.variant else None,
+        driver=parse_driver(raw.driver) if raw.driver is not None else None,
+        archs=archs or tuple(dict.fromkeys(g.arch for g in gpus)),
+        gpus=gpus,
+        torch=parse_spec(raw.torch, "--torch") if raw.torch is not None else None,
+        cuda=_cuda_spec(raw.cuda) if raw.cuda is not None else None,
+        python=parse_spec(raw.python, "--python") if raw.python is not None else None,
+        os=_known_os(m, raw.os) if raw.os is not None else None,
+        variant=_known_variant(m, raw.variant) if raw.variant is not None else None,
         forward_compat=raw.forward_compat,
+        platform=platform,
+        platform_given=given,
     )
+
+
+def _check_agree(raw: RawQuery, gpus: tuple[Gpu, ...], archs: tuple[Arch, ...]) -> None:
+    """--arch and --gpu together: every GPU named must be one of the architectures given."""
+    if not gpus or not archs:
+        return
+    bases = {a.base for a in archs}
+    for text, gpu in zip(raw.gpus, gpus, strict=True):
+        if gpu.arch not in bases:
+            names = " ".join(a.name for a in archs)
+            raise UsageError(f"--arch {names} contradicts --gpu {text!r}, which is {gpu.arch.name}")
+
+
+def _platform(text: str | None, gpus: tuple[Gpu, ...]) -> tuple[Platform, bool]:
+    """--platform; else the platform of a GPU that sits only in Arm servers (GH200, GB200, DGX Spark); else
+    this machine's own (linux/amd64 where torch has no Linux wheels for it)."""
+    if text is not None:
+        return parse_platform(text), True
+    if any(g.host is Host.SBSA for g in gpus):
+        return Platform.ARM64, True
+    return Platform.here() or Platform.AMD64, False
 
 
 def known_arch(m: Matrix, text: str) -> Arch:
@@ -82,53 +111,14 @@ def known_arch(m: Matrix, text: str) -> Arch:
     return arch
 
 
-def _normalise(name: str) -> str:
-    words = re.sub(r"[^a-z0-9]+", " ", name.lower()).split()
-    return " ".join(w for w in words if w not in {"nvidia", "geforce", "tesla"})
-
-
-def find_gpu(m: Matrix, text: str) -> Gpu:
-    """Match a GPU name as people and nvidia-smi write it: 'RTX 4090', 'NVIDIA H100 80GB HBM3', 'Tesla T4'."""
-    wanted = _normalise(text)
-    best: Gpu | None = None
-    best_len = 0
-    for info in m.archs:
-        for kind, names in (
-            (GpuClass.CONSUMER, info.gpus),
-            (GpuClass.DATACENTER, info.datacenter_gpus),
-            (GpuClass.EMBEDDED, info.embedded_gpus),
-        ):
-            for name in names:
-                known = _normalise(name)
-                if _matches(wanted, known) and len(known) > best_len:
-                    best, best_len = Gpu(name, info.arch, kind), len(known)
-    if best is None:
-        raise UsageError(
-            f"--gpu: {text!r} is not a GPU the matrix knows{_closest_gpu(m, wanted)};"
-            " give its architecture instead (--arch sm_89)"
-        )
-    return best
-
-
-def _closest_gpu(m: Matrix, wanted: str) -> str:
-    """A "did you mean" over names as typed without vendor words (RTX 4900 -> GeForce RTX 4090)."""
-    names = {_normalise(n): n for a in m.archs for n in (*a.gpus, *a.datacenter_gpus, *a.embedded_gpus)}
-    import difflib  # only an error needs it
-
-    close = difflib.get_close_matches(wanted, list(names), n=1, cutoff=0.75)
-    return f" (did you mean {names[close[0]]!r}?)" if close else ""
-
-
-def _matches(wanted: str, known: str) -> bool:
-    if wanted == known or wanted.replace(" ", "") == known.replace(" ", ""):
-        return True
-    return wanted.startswith(known + " ")
+_CU = re.compile(r"cu([0-9]{2})([0-9]?)", re.ASCII)
 
 
 def _cuda_spec(text: str) -> SpecifierSet:
-    match = re.fullmatch(r"cu(\d+)(\d)", text.strip())
+    """12, 12.4, '>=12.4', and the wheel spellings cu124 (12.4) and cu12 (any 12.x)."""
+    match = _CU.fullmatch(text.strip())
     if match:
-        text = f"{match[1]}.{match[2]}"
+        text = f"{match[1]}.{match[2]}" if match[2] else match[1]
     return parse_spec(text, "--cuda")
 
 

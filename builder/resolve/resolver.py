@@ -6,20 +6,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 from builder.archs import Arch
-from builder.errors import UsageError
-from builder.matrix.model import Matrix, OSBase, TorchRelease, TorchVariant
+from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination, enumerate_combinations, selected
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules import (
-    COMBO_RULES,
-    VARIANT_RULES,
-    ArchSupport,
-    Check,
-    DriverMode,
-    arch_support,
-    driver_mode,
-)
+from builder.resolve.rules import COMBO_RULES, VARIANT_RULES, ArchSupport, Check, DriverMode, driver_mode, worst_support
 
 
 @dataclass(frozen=True)
@@ -67,11 +58,11 @@ class _VariantVerdict:
 
 def _variant_verdict(f: Facts, q: Query, combo: Combination) -> _VariantVerdict:
     checks = tuple(rule(f, q, combo) for rule in VARIANT_RULES)
-    cuda, sass = combo.variant.cuda, combo.variant.sass
+    cuda, sass = combo.variant.cuda, combo.sass
     mode = driver_mode(f, q, cuda)[0] if q.driver is not None and cuda is not None else None
     support, code = (None, None)
-    if q.arch is not None and sass is not None and cuda is not None:
-        support, code = arch_support(q.arch, sass, combo.variant.ptx)
+    if q.archs and sass is not None and cuda is not None:
+        support, code = worst_support(q.archs, sass, combo.ptx)
     return _VariantVerdict(checks, mode, support, code)
 
 
@@ -97,7 +88,7 @@ def evaluate(f: Facts, q: Query, combo: Combination, cache: _Cache | None = None
 
 
 _MODE_RANK = {DriverMode.FULL: 0, DriverMode.MINOR_VERSION: 1, DriverMode.FORWARD_COMPAT: 2, None: 0}
-_ARCH_RANK = {ArchSupport.NATIVE: 0, ArchSupport.COMPATIBLE: 1, ArchSupport.PTX: 2, None: 0}
+_ARCH_RANK = {ArchSupport.NATIVE: 0, ArchSupport.COMPATIBLE: 1, ArchSupport.PTX: 2, ArchSupport.NONE: 3, None: 0}
 
 
 def _py(version: str) -> tuple[int, ...]:
@@ -171,50 +162,20 @@ class Explanation:
 
 
 def explain(m: Matrix, q: Query) -> Explanation:
-    release = _pin_release(m, q)
-    os_base = next(o for o in m.os if q.os is None or o.name == q.os)
-    variant, how_variant = _pin_variant(release, q)
-    python, how_python = _pin_python(release, os_base, q)
-    pinned = (how_variant, how_python) + (() if q.os else (f"OS: {os_base.name} (the first OS base; pin with --os)",))
-    if variant is None:
-        check = Check("variant-published", False, how_variant, ("pytorch-variants",))
-        ident = f"torch{release.version}-{q.variant or 'cu?'}-py{python}-{os_base.name}"
-        return Explanation(ident, pinned, (check,), None)
-    result = evaluate(_facts(m), q, Combination(release, variant, python, os_base))
-    return Explanation(result.combo.id, pinned, result.checks, result)
-
-
-def _pin_release(m: Matrix, q: Query) -> TorchRelease:
-    releases = [t for t in m.torch if q.torch is None or t.version in q.torch]
-    if not releases:
-        raise UsageError(
-            f"--torch: no torch release in the matrix matches {q.torch} "
-            f"(known: {m.torch[0].version} ... {m.torch[-1].version})"
-        )
-    return max(releases, key=lambda t: t.version)
-
-
-def _pin_variant(release: TorchRelease, q: Query) -> tuple[TorchVariant | None, str]:
-    published = ", ".join(v.name for v in release.variants)
-    if q.variant is not None or q.cuda is not None:
-        matching = [v for v in release.variants if selected(q, release, v)]
-        if not matching:
-            asked = f"--variant {q.variant}" if q.variant else f"--cuda {q.cuda}"
-            return None, f"torch {release.version} publishes {published}; nothing matches {asked}"
-        best = max(matching, key=lambda v: v.cuda.release if v.cuda else (-1,))
-        return best, f"variant: {best.name} (the newest CUDA matching the request)"
-    default = release.variant(release.pypi_default)
-    return default, f"variant: {release.pypi_default} (the PyPI default of torch {release.version})"
-
-
-def _pin_python(release: TorchRelease, os_base: OSBase, q: Query) -> tuple[str, str]:
-    if q.python is not None:
-        candidates = [p for p in dict.fromkeys((*release.python, *os_base.pythons())) if p in q.python]
-        if candidates:
-            best = max(candidates, key=_py)
-            return best, f"Python: {best} (the newest matching --python)"
-        return str(q.python).lstrip("=").removesuffix(".*"), "Python: as given"
-    if os_base.system_python in release.python:
-        return os_base.system_python, f"Python: {os_base.system_python} ({os_base.name}'s own)"
-    best = max((p for p in release.python if p in os_base.pythons()), key=_py, default=os_base.system_python)
-    return best, f"Python: {best} (the newest both torch {release.version} and {os_base.name} offer)"
+    """The combination lookup would pick for these flags, with every rule; when none is valid, the nearest
+    candidate (the fewest failed rules, then lookup's ranking) and every rule it fails."""
+    found = lookup(m, q)
+    if found.valid:
+        best = found.valid[0]
+        how = f"the best of {len(found.valid)} valid combinations for these flags (lookup's first row)"
+        return Explanation(best.combo.id, (how,), best.checks, best)
+    if not found.rejected:
+        check = Check("selection", False, "; ".join(found.notes), ("pytorch-variants",))
+        return Explanation("none", ("no combination matches the flags",), (check,), None)
+    nearest = min(found.rejected, key=lambda r: (sum(not c.ok for c in r.checks), rank_key(m, q, r)))
+    failed = sum(not c.ok for c in nearest.checks)
+    how = (
+        f"no valid combination for these flags ({len(found.rejected)} ruled out); "
+        f"the nearest candidate, failing {failed} rule{'s' if failed > 1 else ''}"
+    )
+    return Explanation(nearest.combo.id, (how,), nearest.checks, nearest)

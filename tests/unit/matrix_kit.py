@@ -6,6 +6,7 @@ like the real thing; tests that need the whole picture load the real matrix.toml
 
 from __future__ import annotations
 
+from builder.kinds import Platform
 from builder.matrix.loader import load_matrix, parse_text
 from builder.matrix.model import Matrix, OSBase
 from builder.resolve.combos import Combination
@@ -193,17 +194,25 @@ def real() -> Matrix:
     return load_matrix()
 
 
-def query(m: Matrix, **flags: str | bool) -> Query:
-    """Flags as the CLI takes them: query(m, driver="535", gpu="RTX 4090", forward_compat=True)."""
+def query(m: Matrix, **flags: str | bool | tuple[str, ...]) -> Query:
+    """Flags as the CLI takes them: query(m, driver="535", gpu="RTX 4090", forward_compat=True); `arch` and
+    `gpu` take one name or a tuple (repeated flags). The platform is linux/amd64 unless given."""
+    for single, multiple in (("arch", "archs"), ("gpu", "gpus")):
+        if single in flags:
+            value = flags.pop(single)
+            flags[multiple] = value if isinstance(value, tuple) else (str(value),)
+    flags.setdefault("platform", "linux/amd64")
     return parse_query(m, RawQuery(**flags))  # type: ignore[arg-type]
 
 
-def combo(m: Matrix, torch: str, variant: str, python: str = "3.11", os: str = "debian12") -> Combination:
+def combo(
+    m: Matrix, torch: str, variant: str, python: str = "3.11", os: str = "debian12", platform: str = "linux/amd64"
+) -> Combination:
     release = next(t for t in m.torch if str(t.version) == torch)
     found = release.variant(variant)
     assert found is not None, f"torch {torch} has no {variant}"
     base = next(o for o in m.os if o.name == os)
-    return Combination(release, found, python, base)
+    return Combination(release, found, python, base, Platform(platform))
 
 
 def fake_os(name: str, glibc: str, python: str = "3.11") -> OSBase:

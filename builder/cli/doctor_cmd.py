@@ -1,0 +1,143 @@
+"""`torchyard doctor`: read this machine, say which image runs here and how to start it, and every problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from builder.cli.options import matrix_of
+from builder.cli.output import emit_json
+from builder.host.doctor import Diagnosis, diagnose
+from builder.host.probe import probe
+from builder.host.runtime import RuntimeReading, read_runtime
+from builder.host.system import RealSystem
+from builder.resolve.facts import Facts
+from builder.resolve.query import RawQuery
+from builder.versions import driver_version
+
+SCHEMA = 1
+
+
+@click.command("doctor")
+@click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (2.5, '>=2.4').")
+@click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (3.11).")
+@click.option("--os", "os_name", metavar="NAME", help="Only this OS base (debian12, ubuntu24.04 ...).")
+@click.option("--repo", default="torchyard", show_default=True, metavar="REGISTRY/NAME", help="Where the image lives.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in docs/schemas.md).")
+@click.pass_context
+def doctor_cmd(
+    ctx: click.Context, torch_spec: str | None, python_spec: str | None, os_name: str | None, repo: str, as_json: bool
+) -> None:
+    """Which image runs on this machine, the docker run line that starts it, and what to fix."""
+    from builder.engine import DockerEngine
+
+    m = matrix_of(ctx)
+    system = RealSystem()
+    host = probe(m, system)
+    runtime = read_runtime(system, DockerEngine().daemon_info)
+    wish = RawQuery(torch=torch_spec, python=python_spec, os=os_name)
+    d = diagnose(m, host, runtime, wish, repo)
+    if as_json:
+        emit_json(as_data(d, Facts(m)))
+    else:
+        click.echo(as_text(d, Facts(m)))
+
+
+def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:
+    r = d.recommended
+    return {
+        "schema": SCHEMA,
+        "driver": d.host.driver,
+        "driver_source": d.host.reading.source,
+        "reports_cuda": _reports(f, d.host.driver),
+        "platform": d.host.platform.value if d.host.platform else None,
+        "machine": d.host.machine,
+        "gpus": [
+            {
+                "index": g.seen.index,
+                "name": g.seen.name,
+                "arch": g.arch.name if g.arch else None,
+                "memory_mib": g.seen.memory_mib,
+                "mig": g.seen.mig,
+                "known_as": g.known.name if g.known else None,
+            }
+            for g in d.host.gpus
+        ],
+        "docker": _runtime_data(d.runtime),
+        "recommended": None
+        if r is None
+        else {
+            "id": r.result.combo.id,
+            "torch": r.result.combo.local_version,
+            "cuda": str(r.result.combo.variant.cuda) if r.result.combo.variant.cuda else None,
+            "image": r.image,
+            "run": r.run,
+            "build": r.build,
+            "pip": r.pip,
+        },
+        "problems": [{"check": p.check, "message": p.message, "fix": p.fix} for p in d.problems],
+        "unchecked": list(d.unchecked),
+    }
+
+
+def _reports(f: Facts, driver: str | None) -> str | None:
+    if driver is None:
+        return None
+    try:
+        reported = f.reported_cuda(driver_version(driver))
+    except ValueError:
+        return None
+    return f"{reported[0]}.{reported[1]}" if reported else None
+
+
+def _runtime_data(rt: RuntimeReading | None) -> dict[str, Any] | None:
+    if rt is None or rt.engine is None:
+        return None
+    return {
+        "engine": rt.engine,
+        "runtimes": list(rt.runtimes),
+        "gpu_flags": rt.gpu_flags if rt.gpus_flag or rt.cdi_specs else [],
+        "nvidia_toolkit": rt.gpus_flag,
+        "cdi_specs": list(rt.cdi_specs),
+        "shm_mib": rt.shm_mib,
+    }
+
+
+def as_text(d: Diagnosis, f: Facts) -> str:
+    lines = [f"machine: {d.host.machine}" + (f" ({d.host.platform.value})" if d.host.platform else "")]
+    reports = _reports(f, d.host.driver)
+    if d.host.driver:
+        via = f" ({d.host.reading.source})" if d.host.reading.source else ""
+        lines.append(f"driver:  {d.host.driver}{via}" + (f"; reports CUDA {reports}" if reports else ""))
+    for g in d.host.gpus:
+        memory = f", {g.seen.memory_mib} MiB" if g.seen.memory_mib else ""
+        mig = ", MIG enabled" if g.seen.mig else ""
+        lines.append(f"GPU {g.seen.index}:   {g.seen.name}, {g.arch.name if g.arch else 'unknown arch'}{memory}{mig}")
+    if d.runtime is not None and d.runtime.engine:
+        how = " ".join(d.runtime.gpu_flags) if d.runtime.gpus_flag or d.runtime.cdi_specs else "no GPU access"
+        lines.append(f"docker:  {d.runtime.engine}; GPUs: {how}; /dev/shm {d.runtime.shm_mib} MB by default")
+    lines.append("")
+    lines += _recommendation_lines(d)
+    if d.problems:
+        lines += ["", f"problems ({len(d.problems)}):"]
+        for p in d.problems:
+            lines += [f"  {p.check}: {p.message}", f"    fix: {p.fix}"]
+    if d.unchecked:
+        lines += ["", "could not check:"] + [f"  {u}" for u in d.unchecked]
+    return "\n".join(lines)
+
+
+def _recommendation_lines(d: Diagnosis) -> list[str]:
+    r = d.recommended
+    if r is None:
+        return ["no image runs on this machine (see the problems below)"]
+    c = r.result.combo
+    cuda = f"CUDA {c.variant.cuda}, cuDNN {c.variant.cudnn}" if c.variant.cuda else "CPU only"
+    return [
+        f"best image here: torch {c.local_version} ({cuda}), Python {c.python}, {c.os.name} [{c.id}]",
+        f"  image:    {r.image}",
+        f"  build it: {r.build}",
+        f"  run it:   {r.run}",
+        f"  or pip:   {r.pip}",
+    ]

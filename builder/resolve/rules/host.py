@@ -1,0 +1,94 @@
+"""Rules on the machine the image runs on: the platform's wheels and GPUs, and the driver's supported GPUs."""
+
+from __future__ import annotations
+
+from builder.matrix.model import Host
+from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
+from builder.resolve.gpus import Gpu
+from builder.resolve.query import Query
+from builder.resolve.rules.check import Check
+from builder.versions import Driver, describe_floors, meets_floors
+
+# Where PyTorch for Jetson comes from (NVIDIA's JetPack wheels and containers): a fact with a source in matrix.toml.
+JETSON_SOURCE = "jetson-pytorch"
+
+
+def rule_platform(f: Facts, q: Query, c: Combination) -> Check:
+    """The wheel variant exists for the platform, and every GPU named sits in a host of that platform."""
+    sources = ("pypi-torch", "gpu-hosts", JETSON_SOURCE)
+    for gpu in q.gpus:
+        problem = _host_problem(f, gpu, c)
+        if problem:
+            return Check("platform", False, problem, sources)
+    if c.build is None:
+        have = [b.platform.value for b in c.variant.builds]
+        others = _published_there(c)
+        return Check(
+            "platform",
+            False,
+            f"torch {c.torch.version} {c.variant.name} has no {c.platform.value} wheels (only {', '.join(have)})"
+            + (f"; {c.platform.value} has {others}" if others else ""),
+            sources,
+        )
+    return Check("platform", True, f"torch {c.torch.version} {c.variant.name} has {c.platform.value} wheels", sources)
+
+
+def _host_problem(f: Facts, gpu: Gpu, c: Combination) -> str | None:
+    if gpu.host is Host.TEGRA:
+        url = f.matrix.sources[JETSON_SOURCE].url if JETSON_SOURCE in f.matrix.sources else "NVIDIA's JetPack"
+        return (
+            f"{gpu.name} is a Jetson (Tegra, L4T) device: PyPI's manylinux wheels are built for x86_64 and Arm "
+            f"servers (SBSA) and do not run there; PyTorch for Jetson comes from NVIDIA ({url})"
+        )
+    if gpu.host is Host.SBSA and c.platform.arch != "arm64":
+        return f"{gpu.name} sits in a Grace (Arm, SBSA) system: it needs linux/arm64 images, not {c.platform.value}"
+    return None
+
+
+def _published_there(c: Combination) -> str:
+    variants = [v.name for v in c.torch.variants if v.build(c.platform) is not None]
+    return f"{', '.join(variants)} wheels" if variants else ""
+
+
+def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
+    """The driver supports every GPU: not older than the first driver of its architecture (or product), and
+    not past the last branch of a legacy architecture."""
+    sources = ("nvidia-gpu-tables", "nvidia-arch-matrix")
+    if q.driver is None or not q.archs:
+        return Check("driver-gpu", True, "no --driver and GPU given together", sources)
+    reasons = []
+    for name, floor, last, family in _windows(f, q):
+        ok, reason = _window(q.driver, name, floor, last, family)
+        if not ok:
+            return Check("driver-gpu", False, reason, sources)
+        reasons.append(reason)
+    return Check("driver-gpu", True, "; ".join(reasons), sources)
+
+
+def _windows(f: Facts, q: Query) -> list[tuple[str, tuple[Driver, ...], int | None, str]]:
+    """(name, first drivers, last branch, family) for every GPU: by product where one is named (a product that
+    arrived after its architecture has later floors of its own), else by architecture."""
+    found = []
+    named = {g.arch for g in q.gpus}
+    for gpu in q.gpus:
+        info = f.archs[gpu.arch.base]
+        found.append((gpu.name, gpu.driver_min or info.driver_min, info.driver_last_branch, info.family))
+    for arch in q.archs:
+        if arch.base not in named:
+            info = f.archs[arch.base]
+            found.append((info.name, info.driver_min, info.driver_last_branch, info.family))
+    return found
+
+
+def _window(drv: Driver, name: str, floors: tuple[Driver, ...], last: int | None, family: str) -> tuple[bool, str]:
+    if not meets_floors(drv, floors):
+        return False, f"{name} ({family}) needs driver {describe_floors(floors)}; driver {drv.describe()} lacks it"
+    if last is not None and drv.branch > last:
+        return False, (
+            f"{name} ({family}) is supported up to the {last} driver branch (legacy); "
+            f"driver {drv.describe()} no longer supports it: use a {last}.x driver"
+        )
+    first = describe_floors(floors) if floors else "first driver not recorded"
+    span = f"{first}, up to the {last} branch" if last else first
+    return True, f"driver {drv.describe()} supports {name} ({family}: {span})"
