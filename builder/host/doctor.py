@@ -51,18 +51,38 @@ def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQue
     raw, dropped = _usable(m, fill_from_host(wish, host))
     q = parse_query(m, raw)
     d = Diagnosis(host, runtime, q, problems=list(dropped))
-    d.problems += [Problem("driver", p, _driver_fix(host)) for p in host.reading.problems if host.gpus]
-    if not host.gpus:
+    if host.all_gpus and not raw.archs and not raw.gpus:  # every GPU here is newer than the matrix knows
+        d.problems += _why_nothing(m, q)
+        d.recommended = _cpu_fallback(m, q, runtime, repo, d.problems)
+        d.problems += _runtime_problems(host, runtime, d.unchecked)
+        return d
+    if host.all_gpus:
+        d.problems += [Problem("driver", p, _driver_fix(host)) for p in host.reading.problems]
+    else:
         d.unchecked.append("GPU checks: " + "; ".join(host.reading.problems or ["no NVIDIA GPU found"]))
         q = d.query = replace(q, variant="cpu")
     found = lookup(m, q)
     if found.valid:
-        d.recommended = _recommend(m, found.valid[0], runtime, repo, gpu=bool(host.gpus))
+        d.recommended = _recommend(m, found.valid[0], runtime, repo, gpu=bool(host.all_gpus))
         d.problems += _newer_out_of_reach(m, q, found.valid[0])
     else:
         d.problems += _why_nothing(m, q)
+        d.recommended = _cpu_fallback(m, q, runtime, repo, d.problems)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
     return d
+
+
+def _cpu_fallback(
+    m: Matrix, q: Query, runtime: RuntimeReading | None, repo: str, problems: list[Problem]
+) -> Recommendation | None:
+    """No GPU image runs here: the CPU image still does (it needs no driver), said as a problem of its own."""
+    cpu = lookup(m, replace(q, variant="cpu", archs=(), gpus=(), driver=None, forward_compat=False))
+    if not cpu.valid:
+        return None
+    problems.append(
+        Problem("gpu-image", "no GPU image runs on this machine: recommending the CPU image", "fix the problems above")
+    )
+    return _recommend(m, cpu.valid[0], runtime, repo, gpu=False)
 
 
 def _usable(m: Matrix, raw: RawQuery) -> tuple[RawQuery, list[Problem]]:
@@ -82,11 +102,11 @@ def _usable(m: Matrix, raw: RawQuery) -> tuple[RawQuery, list[Problem]]:
 
 
 def _driver_fix(host: Host) -> str:
+    if any(p.startswith("nvidia-smi failed") for p in host.reading.problems):
+        return "the NVIDIA kernel module is not running: reboot after installing or updating the driver (see dmesg)"
     if host.reading.source is None:
         return "install the NVIDIA driver (https://www.nvidia.com/en-us/drivers/) and reboot"
-    return (
-        "check that the NVIDIA kernel module is loaded (nvidia-smi must list the GPUs; a reboot after a driver update)"
-    )
+    return "check that the NVIDIA kernel module is loaded: nvidia-smi must list the GPUs (reboot after a driver update)"
 
 
 def _recommend(m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, *, gpu: bool) -> Recommendation:
@@ -140,8 +160,11 @@ _FIXES = {
 
 
 def _why_nothing(m: Matrix, q: Query) -> list[Problem]:
-    e = explain(m, q)
-    return [Problem(c.rule, c.reason, _FIXES.get(c.rule, "see docs/troubleshooting.md")) for c in e.checks if not c.ok]
+    """Every rule the nearest candidate fails, each reason once."""
+    if not q.archs and not q.gpus:
+        return []
+    failed = {c.reason: c.rule for c in explain(m, q).checks if not c.ok}
+    return [Problem(rule, reason, _FIXES.get(rule, "see docs/troubleshooting.md")) for reason, rule in failed.items()]
 
 
 def _runtime_problems(host: Host, runtime: RuntimeReading | None, unchecked: list[str]) -> list[Problem]:

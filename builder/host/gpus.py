@@ -12,7 +12,6 @@ from builder.host.system import NOT_FOUND, System
 
 QUERY = ("index", "name", "compute_cap", "memory.total", "driver_version", "mig.mode.current")
 PROC_VERSION = "/proc/driver/nvidia/version"
-_DRIVER = re.compile(r"(?<![\d.])(\d{3}\.\d{1,3}(?:\.\d{1,3})?)(?![\d.])")
 
 
 @dataclass(frozen=True)
@@ -32,18 +31,21 @@ class GpuReading:
     gpus: list[SeenGpu] = field(default_factory=list)
     source: str | None = None  # nvidia-smi | nvml | /proc/driver/nvidia/version
     problems: list[str] = field(default_factory=list)  # what could not be read, and why
+    undriven: list[str] = field(default_factory=list)  # NVIDIA GPUs on the PCI bus that no driver lists (lspci)
 
 
 def read_gpus(system: System) -> GpuReading:
     reading = GpuReading()
     if _from_smi(system, reading) or _from_nvml(reading):
+        if not reading.gpus:
+            reading.undriven = _from_pci(system)
         return reading
-    proc = system.read(PROC_VERSION)
-    found = _DRIVER.search(proc or "")
+    reading.undriven = _from_pci(system)
+    found = _proc_driver(system)
     if found:
-        reading.driver, reading.source = found[1], PROC_VERSION
+        reading.driver, reading.source = found, PROC_VERSION
         reading.problems.append(
-            f"the NVIDIA kernel module {found[1]} is loaded, but neither nvidia-smi nor NVML could list the GPUs"
+            f"the NVIDIA kernel module {found} is loaded, but neither nvidia-smi nor NVML could list the GPUs"
         )
     elif not reading.problems:
         reading.problems.append("no NVIDIA driver: nvidia-smi is not installed and no kernel module is loaded")
@@ -61,7 +63,7 @@ def _from_smi(system: System, reading: GpuReading) -> bool:
     text = (ran.out + "\n" + ran.err).strip()
     if "No devices were found" in text:
         reading.source = "nvidia-smi"
-        reading.driver = _smi_driver(system)
+        reading.driver = _proc_driver(system)
         reading.problems.append("nvidia-smi found no GPUs (No devices were found)")
         return True
     if ran.code != 0:
@@ -76,9 +78,26 @@ def _from_smi(system: System, reading: GpuReading) -> bool:
     return True
 
 
-def _smi_driver(system: System) -> str | None:
-    ran = system.run(["nvidia-smi", "--query", "--display=COMPUTE"])
-    found = re.search(r"Driver Version\s*:\s*(\S+)", ran.out)
+_PCI_GPU = re.compile(r"(?:VGA compatible controller|3D controller) \[03\d\d\]: NVIDIA Corporation (.+?) \[10de:")
+
+
+def _from_pci(system: System) -> list[str]:
+    """NVIDIA display controllers on the PCI bus, by the names pci.ids gives them ("GV100GL [Tesla V100 SXM2
+    16GB]"): a GPU the installed driver no longer (or not yet) supports shows up here and nowhere else."""
+    ran = system.run(["lspci", "-nn", "-d", "10de:"])
+    names = []
+    for line in ran.out.splitlines() if ran.code == 0 else []:
+        found = _PCI_GPU.search(line)
+        if found:
+            inner = re.search(r"\[([^\]]+)\]\s*$", found[1])
+            names.append(inner[1] if inner else found[1])
+    return names
+
+
+def _proc_driver(system: System) -> str | None:
+    """The loaded kernel module's version (a Jetson's L4T release there is not a driver version: skipped)."""
+    text = system.read(PROC_VERSION) or ""
+    found = re.search(r"Kernel Module(?: for \S+)?\s+(\d{3}\.\d{1,3}(?:\.\d{1,3})?)\s", text)
     return found[1] if found else None
 
 

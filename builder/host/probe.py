@@ -31,6 +31,11 @@ class Host:
     platform: Platform | None  # None: a CPU torch publishes no Linux wheels for
     reading: GpuReading
     gpus: tuple[HostGpu, ...]
+    undriven: tuple[HostGpu, ...] = ()  # on the PCI bus, but the driver lists none of them (too old or too new)
+
+    @property
+    def all_gpus(self) -> tuple[HostGpu, ...]:
+        return self.gpus + self.undriven
 
     @property
     def driver(self) -> str | None:
@@ -41,7 +46,8 @@ class Host:
         where = f"on this machine ({self.platform.value if self.platform else self.machine})"
         if not self.gpus:
             driver = f"driver {self.driver}, " if self.driver else ""
-            return f"{driver}no NVIDIA GPU {where}"
+            idle = f" (the PCI bus has {', '.join(g.seen.name for g in self.undriven)})" if self.undriven else ""
+            return f"{driver}no NVIDIA GPU the driver runs{idle} {where}"
         counts = Counter(f"{g.seen.name} ({g.arch.name if g.arch else 'unknown architecture'})" for g in self.gpus)
         listed = ", ".join(f"{n}x {name}" for name, n in counts.items())
         return f"driver {self.driver or 'unknown'}, {listed} {where}"
@@ -52,7 +58,8 @@ def probe(m: Matrix, system: System | None = None) -> Host:
     machine = system.machine()
     reading = read_gpus(system)
     gpus = tuple(_identify(m, seen) for seen in reading.gpus)
-    return Host(machine, Platform.of_machine(machine), reading, gpus)
+    undriven = tuple(_identify(m, SeenGpu(-1, name, None, None, mig=False)) for name in reading.undriven)
+    return Host(machine, Platform.of_machine(machine), reading, gpus, undriven)
 
 
 def _identify(m: Matrix, seen: SeenGpu) -> HostGpu:
@@ -72,8 +79,9 @@ def fill_from_host(raw: RawQuery, host: Host) -> RawQuery:
     """What the flags leave open, from this machine: the driver, the GPUs, the platform. Flags win."""
     archs, gpus = raw.archs, raw.gpus
     if not archs and not gpus:
-        archs = tuple(dict.fromkeys(g.arch.name for g in host.gpus if g.arch is not None and g.known is None))
-        gpus = tuple(dict.fromkeys(g.known.name for g in host.gpus if g.known is not None))
+        seen = host.all_gpus
+        archs = tuple(dict.fromkeys(g.arch.name for g in seen if g.arch is not None and g.known is None))
+        gpus = tuple(dict.fromkeys(g.known.name for g in seen if g.known is not None))
     return replace(
         raw,
         driver=raw.driver if raw.driver is not None else host.driver,

@@ -1,0 +1,121 @@
+"""Recorded machines for the host probe and doctor: what nvidia-smi, lspci, /proc and `docker info` printed.
+
+Each output is written the way the tool prints it (formats from NVIDIA's docs and public logs, collected in
+docs/troubleshooting.md's sources): `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version,
+mig.mode.current --format=csv,noheader,nounits`, `lspci -nn -d 10de:`, /proc/driver/nvidia/version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder.host.gpus import QUERY
+from builder.host.system import NOT_FOUND, Ran
+
+SMI = ("nvidia-smi", f"--query-gpu={','.join(QUERY)}", "--format=csv,noheader,nounits")
+SMI_NO_CC = (
+    "nvidia-smi",
+    f"--query-gpu={','.join(q for q in QUERY if q != 'compute_cap')}",
+    "--format=csv,noheader,nounits",
+)
+LSPCI = ("lspci", "-nn", "-d", "10de:")
+HOOK = ("sh", "-c", "command -v nvidia-container-runtime-hook")
+
+
+def proc_version(driver: str, arch: str = "x86_64") -> str:
+    return (
+        f"NVRM version: NVIDIA UNIX Open Kernel Module for {arch}  {driver}  Release Build  "
+        "(dvs-builder@U16-I3-B03-4-3)  Fri Aug 16 21:42:42 UTC 2024\n"
+        "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n"
+    )
+
+
+DOCKER_WITH_TOOLKIT: dict[str, Any] = {
+    "ServerVersion": "24.0.7",
+    "Runtimes": {"io.containerd.runc.v2": {"path": "runc"}, "nvidia": {"path": "nvidia-container-runtime"}},
+    "DefaultRuntime": "runc",
+}
+DOCKER_PLAIN: dict[str, Any] = {
+    "ServerVersion": "20.10.24+dfsg1",
+    "Runtimes": {"io.containerd.runc.v2": {"path": "runc"}, "runc": {"path": "runc"}},
+    "DefaultRuntime": "runc",
+}
+
+
+@dataclass
+class FakeSystem:
+    """Commands answer from `commands` (argv -> Ran; anything else: not installed), files from `files`."""
+
+    machine_name: str = "x86_64"
+    commands: Mapping[tuple[str, ...], Ran] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)
+    ran: list[tuple[str, ...]] = field(default_factory=list)
+
+    def run(self, argv: list[str], timeout: float = 10.0) -> Ran:
+        self.ran.append(tuple(argv))
+        return self.commands.get(tuple(argv), Ran(NOT_FOUND, "", f"{argv[0]}: command not found"))
+
+    def read(self, path: str, limit: int = 1 << 20) -> str | None:
+        return self.files.get(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        folder, _, suffix = pattern.partition("*")
+        return sorted(p for p in self.files if p.startswith(folder) and p.endswith(suffix))
+
+    def machine(self) -> str:
+        return self.machine_name
+
+
+def machine(
+    smi: str | None = None,
+    *,
+    smi_code: int = 0,
+    arch: str = "x86_64",
+    driver: str | None = None,
+    lspci: str = "",
+    toolkit: bool = True,
+    files: Mapping[str, str] | None = None,
+) -> FakeSystem:
+    commands: dict[tuple[str, ...], Ran] = {}
+    if smi is not None:
+        commands[SMI] = Ran(smi_code, smi if smi_code == 0 else "", "" if smi_code == 0 else smi)
+    if lspci:
+        commands[LSPCI] = Ran(0, lspci)
+    if toolkit:
+        commands[HOOK] = Ran(0, "/usr/bin/nvidia-container-runtime-hook\n")
+    found = dict(files or {})
+    if driver:
+        found["/proc/driver/nvidia/version"] = proc_version(driver, arch)
+    return FakeSystem(arch, commands, found)
+
+
+# -- the machines -------------------------------------------------------------------------------------------
+
+# A consumer card on an old driver: RTX 4090 with the 535 LTS driver.
+RTX4090_535 = "0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n"
+# Two data-center GPUs (H100 SXM5) on 550 and on 580.
+H100 = "{i}, NVIDIA H100 80GB HBM3, 9.0, 81559, 550.54.15, Disabled\n"
+H100X2_550 = H100.format(i=0) + H100.format(i=1)
+H100X2_580 = H100X2_550.replace("550.54.15", "580.65.06")
+# MIG enabled on an A100 SXM4 80GB.
+A100_MIG = "0, NVIDIA A100-SXM4-80GB, 8.0, 81920, 535.216.01, Enabled\n"
+# DGX Spark: GB10 reports no framebuffer size ([N/A]).
+GB10 = "0, NVIDIA GB10, 12.1, [N/A], 580.126.09, [N/A]\n"
+# A GPU newer than every architecture in the matrix.
+FUTURE = "0, NVIDIA Future GPU, 13.0, 98304, 620.10.01, [N/A]\n"
+# A V100 under a 590 driver, which dropped Volta: nvidia-smi sees nothing, the PCI bus still has it.
+NO_DEVICES = "No devices were found\n"
+V100_PCI = "00:1e.0 3D controller [0302]: NVIDIA Corporation GV100GL [Tesla V100 SXM2 16GB] [10de:1db1] (rev a1)\n"
+SMI_BROKEN = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+    "NVIDIA driver is installed and running.\n"
+)
+RTX3090_PCI = (
+    "01:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 [GeForce RTX 3090] [10de:2204] (rev a1)\n"
+    "01:00.1 Audio device [0403]: NVIDIA Corporation GA102 High Definition Audio Controller [10de:1aef] (rev a1)\n"
+)
+# A 470 driver's nvidia-smi has no compute_cap field (exit 2), then answers without it.
+T4_470_NO_CC = 'Field "compute_cap" is not a valid field to query.\n'
+T4_470 = "0, Tesla T4, 15360, 470.82.01, [N/A]\n"
