@@ -22,6 +22,7 @@ _NOISE = frozenset(
     | {"sxm5", "sxm6", "nvl", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "graphics", "card", "the", "mig"}
 )
 _MEMORY = re.compile(r"^\d+(gb|g|gib)$")
+_KIND_ORDER = (GpuClass.CONSUMER, GpuClass.DATACENTER, GpuClass.EMBEDDED)
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,8 @@ def find_gpu(m: Matrix, text: str, flag: str = "--gpu") -> Gpu:
         raise UsageError(f"{flag}: {text!r} names no GPU (examples: 'RTX 4090', 'H100', 'Tesla T4')")
     best = _candidates(m, wanted)
     archs = {k.gpu.arch for k in best}
-    if len(archs) == 1:
-        return min(best, key=lambda k: (len(k.words), k.gpu.name)).gpu
+    if len(archs) == 1:  # the closest name; between equals, the card people mean more often (consumer first)
+        return min(best, key=lambda k: (len(k.words), _KIND_ORDER.index(k.gpu.kind), k.gpu.name)).gpu
     if len(archs) > 1:
         names = sorted({f"{k.gpu.name} ({k.gpu.arch.name})" for k in best})
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")

@@ -1,4 +1,4 @@
-"""Every rule in builder/resolve/rules.py, each tested on its own with real cases from compat-facts.md.
+"""Every rule in builder/resolve/rules/, each tested on its own with real cases from compat-facts.md.
 
 Expected values are the published facts (driver floors, wheel arch lists, Python tags), not values
 read back from the code; section numbers refer to ../shared/reference/compat-facts.md.
@@ -11,9 +11,10 @@ from matrix_kit import BASE, combo, edit, fake_os, query, real, small
 from packaging.version import Version
 
 from builder.archs import Arch
+from builder.kinds import Platform
 from builder.resolve import rules
 from builder.resolve.facts import Facts
-from builder.resolve.query import Query
+from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.resolver import explain, lookup
 from builder.resolve.rules import ArchSupport, DriverMode, arch_support, driver_mode
 from builder.versions import parse_driver
@@ -496,3 +497,104 @@ def test_torchvision_0_29_excludes_only_the_3_14_1_patch() -> None:
     # torchvision 0.26-0.29 declare ">=3.10,!=3.14.1": the 3.14 series as a whole is fine.
     assert rules.rule_companions(F, Query(), combo(M, "2.14.1", "cu130", python="3.14")).ok
     assert not rules.rule_companions(F, Query(), combo(M, "2.14.1", "cu130", python="3.9")).ok
+
+
+# --- driver-gpu (NVIDIA/open-gpu-kernel-modules GPU tables; CUDA Toolkit, Driver, and Architecture Matrix) -----
+
+
+@pytest.mark.parametrize(
+    ("gpu", "driver", "ok"),
+    [
+        # Architecture floors: the first driver that lists a GPU of the architecture, at both ends.
+        ("RTX 4090", "520.56.05", False),
+        ("RTX 4090", "520.56.06", True),
+        ("RTX 4090", "470", False),
+        ("H100", "450", False),
+        ("H100", "520.56.06", True),
+        ("RTX 5090", "550", False),
+        ("RTX 5090", "570.86.15", False),
+        ("RTX 5090", "570.86.16", True),
+        ("A100", "450.51.04", False),
+        ("A100", "450.51.05", True),
+        # Legacy architectures: the last branch that supports them, and the first that does not.
+        ("Tesla K80", "470", True),
+        ("Tesla K80", "495", False),
+        ("V100", "580", True),
+        ("V100", "590.44.01", False),
+        ("GTX 1080", "580.65.06", True),
+        ("GTX 1080", "595", False),
+        # Products that arrived after their architecture, branch by branch (RTX 4060: 525.147.05 in R525, no
+        # R530 release, 535.86.05 in R535, every later branch).
+        ("RTX 4060", "525.147.04", False),
+        ("RTX 4060", "525.147.05", True),
+        ("RTX 4060", "530", False),
+        ("RTX 4060", "535.54.03", False),
+        ("RTX 4060", "535.86.05", True),
+        ("RTX 4060", "545", True),
+        ("H200", "535", False),
+        ("H200", "550.90.06", False),
+        ("H200", "550.90.07", True),
+        ("RTX PRO 6000 Blackwell Server Edition", "570", False),
+        ("RTX PRO 6000 Blackwell Server Edition", "575.57.08", True),
+    ],
+)
+def test_driver_gpu_window(gpu: str, driver: str, ok: bool) -> None:
+    check = rules.rule_driver_gpu(F, query(M, driver=driver, gpu=gpu), combo(M, "2.14.1", "cu126"))
+    assert check.ok is ok, check.reason
+
+
+def test_driver_gpu_names_the_range() -> None:
+    check = rules.rule_driver_gpu(F, query(M, driver="590", gpu="V100"), combo(M, "2.14.1", "cu126"))
+    assert check.reason == (
+        "NVIDIA V100 (Volta) is supported up to the 580 driver branch (legacy); driver 590 (any 590.x, read as "
+        "the newest) no longer supports it: use a 580.x driver"
+    )
+    check = rules.rule_driver_gpu(F, query(M, driver="530", gpu="RTX 4060"), combo(M, "2.14.1", "cu126"))
+    assert check.reason == (
+        "GeForce RTX 4060 (Ada Lovelace) needs driver >= 525.147.05 (525), >= 535.86.05 (535 and later); "
+        "driver 530 (any 530.x, read as the newest) lacks it"
+    )
+
+
+def test_driver_gpu_checks_every_architecture_asked() -> None:
+    q = query(M, driver="535", arch=("sm_80", "sm_120"))
+    check = rules.rule_driver_gpu(F, q, combo(M, "2.14.1", "cu126"))
+    assert not check.ok
+    assert check.reason.startswith("sm_120 (Blackwell) needs driver >= 570.86.16")
+
+
+def test_driver_gpu_is_silent_without_a_driver_or_a_gpu() -> None:
+    assert rules.rule_driver_gpu(F, query(M, gpu="V100"), combo(M, "2.14.1", "cu126")).ok
+    assert rules.rule_driver_gpu(F, query(M, driver="590"), combo(M, "2.14.1", "cu126")).ok
+
+
+def test_lookup_rules_out_every_combination_for_a_gpu_the_driver_predates() -> None:
+    found = lookup(M, query(M, driver="550", gpu="RTX 5090"))
+    assert found.valid == ()
+    assert found.reasons()[0][0].startswith("GeForce RTX 5090 (Blackwell) needs driver >= 570.86.16")
+
+
+# --- platform (GPU hosts; PyPI wheels per platform) -------------------------------------------------------
+
+
+def test_jetson_is_refused_with_where_its_wheels_come_from() -> None:
+    check = rules.rule_platform(F, query(M, gpu="Jetson AGX Orin"), combo(M, "2.14.1", "cu126"))
+    assert not check.ok
+    assert "Jetson (Tegra, L4T)" in check.reason
+    assert "https://forums.developer.nvidia.com/t/pytorch-for-jetson/72048" in check.reason
+
+
+def test_a_grace_gpu_asks_for_arm64_images() -> None:
+    q = query(M, gpu="GH200", platform="linux/amd64")
+    check = rules.rule_platform(F, q, combo(M, "2.14.1", "cu126"))
+    assert (
+        check.reason == "NVIDIA GH200 sits in a Grace (Arm, SBSA) system: it needs linux/arm64 images, not linux/amd64"
+    )
+    assert parse_query(M, RawQuery(gpus=("GH200",))).platform is Platform.ARM64
+    assert parse_query(M, RawQuery(gpus=("DGX Spark",))).platform is Platform.ARM64
+
+
+def test_a_variant_without_wheels_for_the_platform_fails() -> None:
+    check = rules.rule_platform(F, Query(), combo(M, "2.14.1", "cu126", platform="linux/arm64"))
+    assert not check.ok
+    assert check.reason.startswith("torch 2.14.1 cu126 has no linux/arm64 wheels")

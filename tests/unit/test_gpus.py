@@ -1,0 +1,82 @@
+"""GPU names as people and nvidia-smi write them: the right architecture, or the candidates, never a wrong one."""
+
+from __future__ import annotations
+
+import pytest
+from matrix_kit import real
+
+from builder.errors import UsageError
+from builder.matrix.model import Host
+from builder.resolve.gpus import find_gpu, tokens
+
+M = real()
+
+
+@pytest.mark.parametrize(
+    ("typed", "name", "arch"),
+    [
+        ("4090", "GeForce RTX 4090", "sm_89"),
+        ("rtx4090", "GeForce RTX 4090", "sm_89"),
+        ("RTX 4090", "GeForce RTX 4090", "sm_89"),
+        ("RTX 4090 Laptop", "GeForce RTX 4090", "sm_89"),
+        ("NVIDIA GeForce RTX 4090 Laptop GPU", "GeForce RTX 4090", "sm_89"),
+        ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090", "sm_89"),
+        ("H100 SXM", "NVIDIA H100", "sm_90"),
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100", "sm_90"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100", "sm_90"),
+        ("A100-80GB", "NVIDIA A100", "sm_80"),
+        ("NVIDIA A100-SXM4-80GB", "NVIDIA A100", "sm_80"),
+        ("Tesla V100-SXM2-16GB", "NVIDIA V100", "sm_70"),
+        ("Tesla T4", "NVIDIA T4", "sm_75"),
+        ("T4", "NVIDIA T4", "sm_75"),
+        ("T400", "NVIDIA T400", "sm_75"),
+        ("A10", "NVIDIA A10", "sm_86"),
+        ("L40", "NVIDIA L40", "sm_89"),
+        ("L40S", "NVIDIA L40S", "sm_89"),
+        ("GB200", "NVIDIA GB200", "sm_100"),
+        ("NVIDIA GH200 480GB", "NVIDIA GH200", "sm_90"),
+        ("DGX Spark", "NVIDIA GB10", "sm_121"),
+        ("NVIDIA GB10", "NVIDIA GB10", "sm_121"),
+        ("NVIDIA RTX 6000 Ada Generation", "NVIDIA RTX 6000 Ada", "sm_89"),
+        ("Quadro RTX 4000", "Quadro RTX 4000", "sm_75"),
+        ("RTX 4000 Ada", "NVIDIA RTX 4000 Ada", "sm_89"),
+        ("3090", "GeForce RTX 3090", "sm_86"),
+        ("Jetson Orin", "Jetson AGX Orin", "sm_87"),
+        ("RTX PRO 6000", "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "sm_120"),
+    ],
+)
+def test_names_resolve_to_their_architecture(typed: str, name: str, arch: str) -> None:
+    gpu = find_gpu(M, typed)
+    assert (gpu.name, gpu.arch.name) == (name, arch)
+
+
+@pytest.mark.parametrize(
+    ("typed", "listed"),
+    [
+        ("RTX 4000", ["NVIDIA RTX 4000 Ada (sm_89)", "Quadro RTX 4000 (sm_75)"]),
+        ("Titan", ["NVIDIA TITAN RTX (sm_75)", "NVIDIA TITAN V (sm_70)"]),
+    ],
+)
+def test_names_of_several_architectures_list_the_candidates(typed: str, listed: list[str]) -> None:
+    with pytest.raises(UsageError, match="fits GPUs of different architectures") as caught:
+        find_gpu(M, typed)
+    for candidate in listed:
+        assert candidate in str(caught.value)
+
+
+@pytest.mark.parametrize("typed", ["A10G", "RTX 9999", "Radeon", "nvidia"])
+def test_unknown_names_are_refused_not_guessed(typed: str) -> None:
+    with pytest.raises(UsageError, match="--gpu: "):
+        find_gpu(M, typed)
+
+
+def test_hosts_and_product_floors_come_with_the_gpu() -> None:
+    assert find_gpu(M, "GH200").host is Host.SBSA
+    assert find_gpu(M, "Jetson Orin Nano").host is Host.TEGRA
+    assert find_gpu(M, "RTX 4090").host is Host.ANY
+    assert [str(d) for d in find_gpu(M, "RTX 4060").driver_min] == ["525.147.05", "535.86.05"]
+
+
+def test_noise_words_and_memory_sizes_are_dropped() -> None:
+    assert tokens("NVIDIA A100-SXM4-80GB") == ("a100",)
+    assert tokens("NVIDIA GeForce RTX 4090 Laptop GPU") == ("rtx", "4090")
