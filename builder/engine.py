@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from builder import env
 from builder.errors import BuildError, EngineError, Interrupted, PushError
 from builder.process import check_cancelled, run_command
 
 MIN_API = (1, 39)  # Docker 18.09: BuildKit secrets and cache mounts
-DOCKER_ENV = "TORCHYARD_DOCKER"  # a docker CLI to use for builds
+DOCKER_ENV = env.DOCKER
 
 
 @dataclass(frozen=True)

@@ -11,25 +11,20 @@ from typing import Any
 
 import click
 
-from builder.cli.image_options import build_problem, image_options, render_options_of
-from builder.cli.options import combination_options, matrix_of, query_of
+from builder import env
+from builder.cli.common import image_command_options, prepare
 from builder.engine import DockerEngine, RegistryAuth
 from builder.errors import UsageError
-from builder.kinds import Flavor
+from builder.kinds import Flavor, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
-from builder.plan import Plan, build_argv, make_plan, plan_json, tag_refs
-from builder.resolve.choose import choose
+from builder.plan import Plan, build_argv, plan_json, tag_refs
 
-DEFAULT_REPO = "torchyard"
-ENV_REGISTRY_USER = "TORCHYARD_REGISTRY_USER"
-ENV_REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"
+ENV_REGISTRY_USER = env.REGISTRY_USER
+ENV_REGISTRY_PASSWORD = env.REGISTRY_PASSWORD
 
 
 @click.command("build")
-@combination_options
-@image_options
-@click.option("--target", default="runtime", show_default=True, type=click.Choice(["runtime", "devel", "all"]))
-@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository.")
+@image_command_options
 @click.option("--push", is_flag=True, help="Push the tags after the smoke suite passed.")
 @click.option(
     "--registry-user",
@@ -40,7 +35,6 @@ ENV_REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"
 )
 @click.option("--registry-password-stdin", is_flag=True, help="Read the registry password from stdin.")
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks on these GPUs.")
-@click.option("-o", "--output", "output", metavar="DIR", help="Build context and logs (default: build/torchyard/<id>).")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
 @click.pass_context
@@ -59,17 +53,11 @@ def build_cmd(
     **kwargs: Any,
 ) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
-    m = matrix_of(ctx)
-    options = render_options_of(m, kwargs["archs"], kwargs)
-    choice = choose(m, query_of(m, kwargs), build_problem(m, options))
-    plan = make_plan(m, choice.result.combo, options)
-    flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
-    flavors = tuple(f for f in flavors if target != "all" or f not in dict(plan.unavailable)) or flavors
-    for flavor in flavors:
-        plan.target(flavor)
-    _check_gpus(gpus)
+    gpus = parse_gpus(gpus)
+    _, options, chosen = prepare(ctx, kwargs, target)
+    plan, flavors = chosen.plan, chosen.flavors
     out_dir = Path(output or f"build/torchyard/{plan.id}")
-    click.echo(choice.describe())
+    click.echo(chosen.choice.describe())
     if dry_run:
         _dry_run(plan, flavors, repo, out_dir, push)
         return
@@ -86,11 +74,6 @@ def build_cmd(
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
     _summary(outcomes)
-
-
-def _check_gpus(gpus: str | None) -> None:
-    if gpus is not None and gpus not in ("all", "none") and not gpus.isdigit():
-        raise UsageError(f"--gpus: {gpus!r} is not all, none or a number of GPUs")
 
 
 def _auth(user: str | None, from_stdin: bool) -> RegistryAuth | None:

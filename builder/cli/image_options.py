@@ -9,14 +9,13 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.errors import RenderError, UsageError
+from builder import env
+from builder.errors import UsageError
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
 from builder.plan import check_extension_dir
-from builder.render.context import bases
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
-from builder.resolve.combos import Combination
 from builder.resolve.query import known_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,7 +25,7 @@ _REFRESH = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 def _refresh_token(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
     if value and not _REFRESH.fullmatch(value):
         raise UsageError(
-            f"--refresh / $TORCHYARD_REFRESH {value!r}: expected a short token of letters, digits, '.', '_', '-' "
+            f"--refresh / ${env.REFRESH} {value!r}: expected a short token of letters, digits, '.', '_', '-' "
             "(e.g. 2026-W48)"
         )
     return value or ""
@@ -34,10 +33,10 @@ def _refresh_token(ctx: click.Context, param: click.Parameter, value: str | None
 
 refresh_option = click.option(
     "--refresh",
-    envvar="TORCHYARD_REFRESH",
+    envvar=env.REFRESH,
     metavar="TOKEN",
     callback=_refresh_token,
-    help="A new token re-runs the OS package steps (security updates); e.g. the ISO week. $TORCHYARD_REFRESH.",
+    help=f"A new token re-runs the OS package steps (security updates); e.g. the ISO week. ${env.REFRESH}.",
 )
 
 _OPTIONS = (
@@ -142,17 +141,3 @@ def _extension(text: str) -> Extension:
         return Extension(name=name, kind="path", spec=str(path.resolve()))
     name = re.split(r"[=<>!~\[;@ ]", text, maxsplit=1)[0].lower()
     return Extension(name=name, kind="pip", spec=text)
-
-
-def build_problem(m: Matrix, options: RenderOptions) -> Callable[[Combination], str | None]:
-    """Why a combination cannot be rendered with these options (None: it can); used to pick the best
-    combination that the chosen strategy can build (cuda-base needs a published nvidia/cuda image)."""
-
-    def problem(c: Combination) -> str | None:
-        try:
-            bases(m, c, options.strategy)
-        except RenderError as exc:
-            return str(exc)
-        return None
-
-    return problem

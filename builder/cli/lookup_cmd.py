@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from builder.cli.options import combination_options, matrix_of, query_of
+from builder.cli.options import combination_options, here_option, matrix_of, query_of
 from builder.cli.output import emit_json, table
 from builder.errors import NoMatchError, UsageError
 from builder.resolve.choose import SHOWN_REASONS, failure_message
@@ -17,15 +17,16 @@ from builder.resolve.resolver import Result, explain, lookup
 
 @click.command("lookup")
 @combination_options
+@here_option
 @click.option("--limit", default=20, show_default=True, metavar="N", type=int, help="Rows to show (0: all).")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list (a stable contract).")
 @click.pass_context
-def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, **kwargs: Any) -> None:
+def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, here: bool, **kwargs: Any) -> None:
     """Valid combinations for a driver / GPU / version request, best first."""
     if limit < 0:
         raise UsageError(f"--limit: {limit} is negative (0 shows every row)")
     m = matrix_of(ctx)
-    q = query_of(m, kwargs)
+    q = query_of(m, kwargs, here=here)
     found = lookup(m, q)
     shown = found.valid[:limit] if limit else found.valid
     if not found.valid:
@@ -72,12 +73,13 @@ def _results_table(results: tuple[Result, ...], *, arch: bool, driver: bool) -> 
 
 @click.command("explain")
 @combination_options
+@here_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"valid": bool, "checks": [...]}.')
 @click.pass_context
-def explain_cmd(ctx: click.Context, /, as_json: bool, **kwargs: Any) -> None:
-    """Every rule for one combination (unpinned flags take defaults), passed or failed, with sources."""
+def explain_cmd(ctx: click.Context, /, as_json: bool, here: bool, **kwargs: Any) -> None:
+    """Every rule for the combination lookup picks first (or the nearest candidate), with sources."""
     m = matrix_of(ctx)
-    e = explain(m, query_of(m, kwargs))
+    e = explain(m, query_of(m, kwargs, here=here))
     if as_json:
         emit_json(explanation_json(e))
     else:

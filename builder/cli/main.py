@@ -8,12 +8,12 @@ import sys
 
 import click
 
-from builder import __version__
+from builder import __version__, env
 from builder.errors import TorchyardError
 
 # Environment variables torchyard reads, declared once.
-ENV_MATRIX = "TORCHYARD_MATRIX"
-ENV_DEBUG = "TORCHYARD_DEBUG"
+ENV_MATRIX = env.MATRIX
+ENV_DEBUG = env.DEBUG
 
 
 # Commands load on use, so `torchyard lookup` never imports jinja2 or docker.

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from builder import env
 from builder.matrix import Matrix, load_matrix
 from builder.resolve.query import Query, RawQuery, parse_query
 
@@ -57,19 +58,43 @@ def matrix_of(ctx: click.Context) -> Matrix:
     return load_matrix(path)
 
 
-def query_of(m: Matrix, kwargs: dict[str, Any]) -> Query:
-    return parse_query(
-        m,
-        RawQuery(
-            driver=kwargs.pop("driver"),
-            archs=tuple(kwargs.pop("archs")),
-            gpus=tuple(kwargs.pop("gpu_names")),
-            platform=kwargs.pop("platform"),
-            torch=kwargs.pop("torch_spec"),
-            cuda=kwargs.pop("cuda_spec"),
-            python=kwargs.pop("python_spec"),
-            os=kwargs.pop("os_name"),
-            variant=kwargs.pop("variant"),
-            forward_compat=kwargs.pop("forward_compat"),
-        ),
+def raw_query_of(kwargs: dict[str, Any]) -> RawQuery:
+    """Pop the combination flags out of a command's kwargs."""
+    return RawQuery(
+        driver=kwargs.pop("driver"),
+        archs=tuple(kwargs.pop("archs")),
+        gpus=tuple(kwargs.pop("gpu_names")),
+        platform=kwargs.pop("platform"),
+        torch=kwargs.pop("torch_spec"),
+        cuda=kwargs.pop("cuda_spec"),
+        python=kwargs.pop("python_spec"),
+        os=kwargs.pop("os_name"),
+        variant=kwargs.pop("variant"),
+        forward_compat=kwargs.pop("forward_compat"),
     )
+
+
+def query_of(m: Matrix, kwargs: dict[str, Any], *, here: bool = False) -> Query:
+    """The query the flags ask; with `here`, what they leave open comes from this machine (the host probe,
+    as doctor reads it), said in one line on stderr."""
+    raw = raw_query_of(kwargs)
+    if here:
+        from builder.host.probe import fill_from_host, probe
+
+        host = probe(m)
+        raw, notes = fill_from_host(raw, host, m)
+        click.echo(f"torchyard: this machine: {host.describe()}", err=True)
+        for note in notes:
+            click.echo(f"torchyard: {note}", err=True)
+    return parse_query(m, raw)
+
+
+here_option = click.option(
+    "--here", is_flag=True, help="Fill in what the flags leave open (driver, GPUs, platform) from this machine."
+)
+any_host_option = click.option(
+    "--any-host",
+    is_flag=True,
+    envvar=env.ANY_HOST,
+    help=f"Choose for any machine: do not read this one's driver and GPUs (${env.ANY_HOST}=1).",
+)

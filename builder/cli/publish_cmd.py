@@ -7,11 +7,13 @@ from pathlib import Path
 
 import click
 
-from builder.cli.build_cmd import _auth, _check_gpus
+from builder import env
+from builder.cli.build_cmd import _auth
 from builder.cli.image_options import refresh_option
 from builder.cli.options import matrix_of
 from builder.cli.output import emit_json, table
 from builder.errors import UsageError
+from builder.kinds import parse_gpus
 from builder.matrix.model import Matrix
 from builder.plan import make_plan
 from builder.publish.items import Excluded, Item, expand, select
@@ -31,7 +33,7 @@ DEFAULT_REPO = "torchyard"
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
 @click.option("--report", "report_path", metavar="FILE", help="Write a JSON report.")
 @click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR")
-@click.option("--registry-user", envvar="TORCHYARD_REGISTRY_USER", metavar="USER")
+@click.option("--registry-user", envvar=env.REGISTRY_USER, metavar="USER")
 @click.option("--registry-password-stdin", is_flag=True)
 @refresh_option
 @click.pass_context
@@ -57,7 +59,7 @@ def publish_cmd(
 
     if jobs < 1:
         raise UsageError(f"--jobs: {jobs} is not a positive number")
-    _check_gpus(gpus)
+    gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
     network = resolve_network(NetworkFlags())
     items, excluded = expand(m, network, refresh)
@@ -171,7 +173,7 @@ def matrix_ci_cmd(
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import bake, github_matrix
 
-    _check_gpus(gpus)
+    gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
     items = select(expand(m, refresh=refresh)[0], only)
     if fmt == "github":

@@ -9,42 +9,23 @@ from typing import Any
 
 import click
 
-from builder.cli.image_options import build_problem, image_options, render_options_of
-from builder.cli.options import combination_options, matrix_of, query_of
+from builder import env
+from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
-from builder.kinds import Flavor
-from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
-from builder.resolve.choose import choose
+from builder.plan import Plan, build_argv, plan_json, write_context
 
-DEFAULT_REPO = "torchyard"
-PIPCONF_VAR = "TORCHYARD_PIPCONF"
+PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 
 
 @click.command("render")
-@combination_options
-@image_options
-@click.option(
-    "--target",
-    default="runtime",
-    show_default=True,
-    type=click.Choice(["runtime", "devel", "all"]),
-    help="Target(s) whose docker build command is printed.",
-)
-@click.option("-o", "--output", "output", metavar="DIR", help="Where to write (default: build/torchyard/<id>).")
-@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository.")
+@image_command_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON instead of the summary.")
 @click.pass_context
 def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str, as_json: bool, **kwargs: Any) -> None:
     """Write Dockerfile + build context + plan.json and print the docker build command."""
-    m = matrix_of(ctx)
-    options = render_options_of(m, kwargs["archs"], kwargs)
-    q = query_of(m, kwargs)
-    choice = choose(m, q, build_problem(m, options))
-    plan = make_plan(m, choice.result.combo, options)
-    flavors = tuple(Flavor) if target == "all" else (Flavor(target),)
-    for flavor in flavors:
-        plan.target(flavor)  # refuses an unavailable flavor with its reason
+    _, _, chosen = prepare(ctx, kwargs, target)
+    plan = chosen.plan
     out_dir = Path(output or f"build/torchyard/{plan.id}")
     write_context(plan, out_dir)
     data = plan_json(plan, repo, out_dir)
@@ -52,10 +33,10 @@ def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str
     if as_json:
         emit_json(data)
         return
-    click.echo(choice.describe())
+    click.echo(chosen.choice.describe())
     click.echo(f"wrote {out_dir}/Dockerfile, plan.json and the build context")
     _echo_network(plan)
-    for flavor in flavors:
+    for flavor in chosen.flavors:
         argv = build_argv(plan, flavor, out_dir, repo, _secret_placeholders(plan))
         click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {_shell_command(argv)}")
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from builder.cli.build_cmd import _check_gpus
 from builder.engine import DockerEngine
 from builder.errors import UsageError
+from builder.kinds import parse_gpus
 from builder.suite import SmokeOptions, run_smoke
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
@@ -48,7 +48,7 @@ def smoke_cmd(
     junit: str | None,
 ) -> None:
     """Run the smoke suite inside IMAGE (any image with Python and torch)."""
-    _check_gpus(gpus)
+    gpus = parse_gpus(gpus)
     expect = _expectations(expect_values)  # argument errors before the engine is asked anything
     engine = DockerEngine()
     engine.info()

@@ -48,9 +48,10 @@ class Diagnosis:
 
 def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQuery, repo: str) -> Diagnosis:
     """`wish` narrows the choice (--torch, --python, --os); the machine fills in the rest."""
-    raw, dropped = _usable(m, fill_from_host(wish, host))
+    raw, notes = fill_from_host(wish, host, m)
     q = parse_query(m, raw)
-    d = Diagnosis(host, runtime, q, problems=list(dropped))
+    fix = "update torchyard (pip install -U torchyard), whose matrix may know it"
+    d = Diagnosis(host, runtime, q, problems=[Problem("gpu", f"{n}: no image can be vouched for", fix) for n in notes])
     if host.all_gpus and not raw.archs and not raw.gpus:  # every GPU here is newer than the matrix knows
         d.problems += _why_nothing(m, q)
         d.recommended = _cpu_fallback(m, q, runtime, repo, d.problems)
@@ -83,22 +84,6 @@ def _cpu_fallback(
         Problem("gpu-image", "no GPU image runs on this machine: recommending the CPU image", "fix the problems above")
     )
     return _recommend(m, cpu.valid[0], runtime, repo, gpu=False)
-
-
-def _usable(m: Matrix, raw: RawQuery) -> tuple[RawQuery, list[Problem]]:
-    """GPUs whose architecture the matrix does not know yet leave the query, each with a problem."""
-    known = {a.name for a in m.archs}
-    kept = tuple(a for a in raw.archs if a in known)
-    problems = [
-        Problem(
-            "gpu",
-            f"a GPU of architecture {a} is newer than every architecture torchyard knows: no image can be vouched for",
-            "update torchyard (pip install -U torchyard), whose matrix may know it",
-        )
-        for a in raw.archs
-        if a not in known
-    ]
-    return replace(raw, archs=kept), problems
 
 
 def _driver_fix(host: Host) -> str:

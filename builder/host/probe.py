@@ -75,17 +75,23 @@ def _identify(m: Matrix, seen: SeenGpu) -> HostGpu:
     return HostGpu(seen, arch or (known.arch if known else None), known)
 
 
-def fill_from_host(raw: RawQuery, host: Host) -> RawQuery:
-    """What the flags leave open, from this machine: the driver, the GPUs, the platform. Flags win."""
-    archs, gpus = raw.archs, raw.gpus
+def fill_from_host(raw: RawQuery, host: Host, m: Matrix) -> tuple[RawQuery, list[str]]:
+    """What the flags leave open, from this machine: the driver, the GPUs, the platform. Flags win. GPUs of an
+    architecture the matrix does not know leave the query, each with a note."""
+    archs, gpus, notes = raw.archs, raw.gpus, []
     if not archs and not gpus:
-        seen = host.all_gpus
-        archs = tuple(dict.fromkeys(g.arch.name for g in seen if g.arch is not None and g.known is None))
+        known = {a.name for a in m.archs}
+        seen = [g for g in host.all_gpus if g.arch is not None]
+        for g in seen:
+            if g.arch is not None and g.arch.name not in known:
+                notes.append(f"{g.seen.name} is {g.arch.name}, newer than every architecture torchyard knows")
+        archs = tuple(dict.fromkeys(g.arch.name for g in seen if g.known is None and g.arch and g.arch.name in known))
         gpus = tuple(dict.fromkeys(g.known.name for g in seen if g.known is not None))
-    return replace(
+    filled = replace(
         raw,
         driver=raw.driver if raw.driver is not None else host.driver,
         archs=archs,
         gpus=gpus,
         platform=raw.platform if raw.platform is not None else (host.platform.value if host.platform else None),
     )
+    return filled, notes

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from matrix_kit import query, real
 
+from builder.resolve.facts import Facts
 from builder.resolve.resolver import Result, explain, lookup
 from builder.versions import parse_driver
 
 M = real()
+F = Facts(M)
 SETTINGS = settings(max_examples=30, deadline=None)
 
 _BRANCHES = [b.branch for b in M.driver_branches]
@@ -90,11 +92,27 @@ def test_raising_the_driver_never_removes_a_combination(
 ) -> None:
     # Without --forward-compat only: forward compatibility is branch-specific by NVIDIA's design (an
     # image's cuda-compat package is meant for the driver branches it lists, e.g. 13.0 images list
-    # 535, 550, 565, 570, 575 but not 560), so a newer branch can lose what an older one had.
+    # 535, 550, 565, 570, 575 but not 560), so a newer branch can lose what an older one had. And only
+    # below a legacy architecture's last branch: R495 dropped Kepler, R590 Maxwell, Pascal and Volta.
     low, high = sorted((low, high), key=_driver_order)
+    last = _last_branch(gpu)
+    assume(last is None or int(high.split(".")[0]) <= last)
     older = lookup(M, query(M, driver=low, **gpu, **rest))
     newer = lookup(M, query(M, driver=high, **gpu, **rest))
     assert _ids(older.valid) <= _ids(newer.valid), sorted(_ids(older.valid) - _ids(newer.valid))[:5]
+
+
+def _last_branch(gpu: dict[str, str]) -> int | None:
+    if not gpu:
+        return None
+    q = query(M, **gpu)
+    return min((b for a in q.archs if (b := F.archs[a.base].driver_last_branch) is not None), default=None)
+
+
+def test_a_newer_branch_drops_a_legacy_architecture() -> None:
+    # The second documented exception: R590 no longer drives Volta (NVIDIA's architecture matrix: last R580).
+    assert _ids(lookup(M, query(M, driver="580", gpu="V100")).valid)
+    assert not _ids(lookup(M, query(M, driver="590", gpu="V100")).valid)
 
 
 def test_forward_compatibility_is_branch_specific() -> None:

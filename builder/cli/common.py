@@ -1,0 +1,73 @@
+"""What render and build share: their options and the prologue that reads the flags (and this machine, unless
+--any-host) and chooses the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from builder.cli.image_options import image_options, render_options_of
+from builder.cli.options import any_host_option, combination_options, matrix_of, raw_query_of
+from builder.kinds import Target, parse_choice
+from builder.matrix.model import Matrix
+from builder.render.options import RenderOptions
+from builder.request import Chosen, choose_plan
+from builder.resolve.facts import Facts
+from builder.resolve.query import parse_query
+from builder.resolve.report import min_driver
+
+F = TypeVar("F", bound=Callable[..., Any])
+DEFAULT_REPO = "torchyard"
+
+_SHARED = (
+    click.option(
+        "--target",
+        default=Target.RUNTIME.value,
+        show_default=True,
+        metavar="|".join(t.value for t in Target),
+        help="Image(s): runtime, devel, or all the combination can have.",
+    ),
+    click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository."),
+    click.option(
+        "-o", "--output", "output", metavar="DIR", help="Context, plan and logs (default: build/torchyard/<id>)."
+    ),
+)
+
+
+def image_command_options(func: F) -> F:
+    """Every option render and build share, in help order."""
+    for option in reversed(_SHARED):
+        func = option(func)
+    return combination_options(image_options(any_host_option(func)))
+
+
+def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Matrix, RenderOptions, Chosen]:
+    """Flags -> options, query (this machine fills what they leave open, unless --any-host) -> the plan."""
+    m = matrix_of(ctx)
+    wanted = parse_choice(Target, target, "--target")
+    options = render_options_of(m, kwargs["archs"], kwargs)
+    any_host = bool(kwargs.pop("any_host"))
+    raw = raw_query_of(kwargs)
+    probed = False
+    if not any_host:
+        from builder.host.probe import fill_from_host, probe
+
+        host = probe(m)
+        raw, notes = fill_from_host(raw, host, m)
+        _say(f"this machine: {host.describe()} (--any-host to choose for any machine)", *notes)
+        probed = host.driver is None
+    chosen = choose_plan(m, parse_query(m, raw), options, wanted)
+    _say(*chosen.notes)
+    if probed and raw.driver is None:
+        c = chosen.choice.result.combo
+        floor = min_driver(Facts(m), c)
+        if floor:
+            _say(f"no NVIDIA driver here: {c.local_version} needs driver >= {floor} (for an older one: --driver 535)")
+    return m, options, chosen
+
+
+def _say(*lines: str) -> None:
+    for line in lines:
+        click.echo(f"torchyard: {line}", err=True)

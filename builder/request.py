@@ -1,0 +1,60 @@
+"""One request -> what to build: the best combination for the query that these options can build, its plan, and
+the flavors `--target` selects. The one library entry render, build and the exports share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from builder.errors import RenderError
+from builder.kinds import Flavor, Target
+from builder.matrix.model import Matrix
+from builder.plan import Plan, make_plan
+from builder.render.context import bases
+from builder.render.options import RenderOptions
+from builder.resolve.choose import Choice, choose
+from builder.resolve.combos import Combination
+from builder.resolve.query import Query
+
+
+@dataclass(frozen=True)
+class Chosen:
+    choice: Choice
+    plan: Plan
+    flavors: tuple[Flavor, ...]
+    notes: tuple[str, ...]  # what --target all left out, and why
+
+
+def buildable_problem(m: Matrix, options: RenderOptions) -> Callable[[Combination], str | None]:
+    """Why a combination cannot be rendered with these options (None: it can): the chosen strategy must find
+    its base images (cuda-base needs a published nvidia/cuda image)."""
+
+    def problem(c: Combination) -> str | None:
+        try:
+            bases(m, c, options.strategy)
+        except RenderError as exc:
+            return str(exc)
+        return None
+
+    return problem
+
+
+def choose_plan(m: Matrix, q: Query, options: RenderOptions, target: Target) -> Chosen:
+    choice = choose(m, q, buildable_problem(m, options))
+    plan = make_plan(m, choice.result.combo, options)
+    flavors, notes = select_flavors(plan, target)
+    return Chosen(choice, plan, flavors, notes)
+
+
+def select_flavors(plan: Plan, target: Target) -> tuple[tuple[Flavor, ...], tuple[str, ...]]:
+    """`--target all`: every flavor the combination can have (a note for each it cannot); a named flavor must
+    be available (else one RenderError with the reason)."""
+    if target is not Target.ALL:
+        flavors = target.flavors()
+        for flavor in flavors:
+            plan.target(flavor)
+        return flavors, ()
+    missing = dict(plan.unavailable)
+    kept = tuple(f for f in Flavor if f not in missing)
+    notes = tuple(f"--target all: no {f.value} image for {plan.id}: {reason}" for f, reason in plan.unavailable)
+    return kept, notes

@@ -1,0 +1,20 @@
+"""Unit tier walls: no test reads the machine it runs on. build and render choose for any machine unless a
+test gives them a recorded one (host_kit), so their answers do not depend on the GPU of whoever runs the tests."""
+
+from __future__ import annotations
+
+import pytest
+
+import builder.host.probe
+from builder import env
+
+
+class _NoMachine:
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"a unit test read the real machine (System.{name}): give it a host_kit machine")
+
+
+@pytest.fixture(autouse=True)
+def no_real_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(env.ANY_HOST, "1")
+    monkeypatch.setattr(builder.host.probe, "RealSystem", _NoMachine)
