@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from matrix_kit import combo, real
+from matrix_kit import combo, query, real
 from packaging.version import Version
 
+from builder.kinds import Platform
+from builder.matrix.model import Wheels
 from builder.resolve import rules
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -100,15 +102,17 @@ def test_every_arch_in_a_torch_build_is_targetable_by_its_cuda() -> None:
 
 def test_every_source_is_used_and_every_cited_source_exists() -> None:
     cited: set[str] = set()
-    for table in (M.cuda_majors, M.driver_branches, M.cuda, M.archs, M.cudnn, M.os, M.cuda_images):
+    for table in (M.cuda_majors, M.driver_branches, M.cuda, M.archs, M.cudnn, M.os, M.cuda_images, M.gpu_products):
         for entry in table:
             cited.update(entry.sources)
     for comp in (*M.torchvision, *M.torchaudio):
         cited.update(comp.sources)
     for release in M.torch:
         cited.update(release.sources)
+        cited.update(s for w in release.wheels for s in w.sources)
         for v in release.variants:
             cited.update(v.sources)
+            cited.update(s for b in v.builds for s in b.sources)
     facts = Facts(M)
     by_rules = {s for rule in rules.RULES for s in rule(facts, Query(), combo(M, "2.5.1", "cu124")).sources}
     assert by_rules <= set(M.sources), by_rules - set(M.sources)
@@ -208,3 +212,43 @@ def test_os_bases() -> None:
     expected = {"debian12": ("3.11", "2.36"), "ubuntu22.04": ("3.10", "2.35"), "ubuntu24.04": ("3.12", "2.39")}
     found = {o.name: (o.system_python, str(o.glibc)) for o in M.os}
     assert {k: found[k] for k in expected} == expected
+
+
+# --- the linux/arm64 wheels (PyPI, read from the aarch64 wheels themselves) -------------------------------
+
+
+def test_arm64_wheels_are_cpu_up_to_2_10_and_cuda_13_from_2_11() -> None:
+    defaults = {str(t.version): t.on(Platform.ARM64).pypi_default for t in M.torch if t.on(Platform.ARM64)}
+    assert defaults["2.10.0"] == "cpu"
+    assert defaults["2.11.0"] == defaults["2.14.1"] == "cu130"
+    assert defaults["2.15.0"] == "cu132"
+    assert len(defaults) == len(M.torch)
+
+
+def test_arm64_python_and_platform_tags_differ_where_pypi_differs() -> None:
+    def arm(version: str) -> Wheels:
+        wheels = next(t for t in M.torch if str(t.version) == version).on(Platform.ARM64)
+        assert wheels is not None
+        return wheels
+
+    assert "3.11" not in arm("1.13.1").python
+    assert "3.13" not in arm("2.5.1").python
+    assert (arm("2.5.1").platform_tag, arm("2.6.0").platform_tag) == ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+
+
+def test_arm64_cuda_builds_carry_sm_110_and_no_sm_86() -> None:
+    release = next(t for t in M.torch if str(t.version) == "2.14.1")
+    variant = release.variant("cu130")
+    assert variant is not None
+    build = variant.build(Platform.ARM64)
+    assert build is not None and build.sass is not None
+    assert [a.name for a in build.sass] == ["sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
+    cpu = next(t for t in M.torch if str(t.version) == "2.5.1").variant("cpu")
+    assert cpu is not None and cpu.build(Platform.ARM64) is not None
+    assert cpu.build(Platform.ARM64).local is None  # type: ignore[union-attr]  # 2.5.1's aarch64 wheel: "2.5.1"
+
+
+def test_companions_without_wheels_for_a_python_rule_it_out() -> None:
+    # torchvision 0.14.x / torchaudio 0.13.x have no cp311 wheels although torch 1.13 has (PyPI file lists).
+    assert not lookup(M, query(M, torch="1.13.1", python="3.11", variant="cu117")).valid
+    assert lookup(M, query(M, torch="1.13.1", python="3.10", variant="cu117", os="ubuntu22.04")).valid

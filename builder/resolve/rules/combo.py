@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from builder.kinds import Platform
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -16,7 +17,7 @@ def rule_python_torch(f: Facts, q: Query, c: Combination) -> Check:
         )
     ok = c.python in wheels.python
     have = f"{wheels.python[0]}-{wheels.python[-1]}"
-    where = "" if len(c.torch.wheels) == 1 else f" for {c.platform.value}"
+    where = "" if c.platform is Platform.AMD64 else f" for {c.platform.value}"
     reason = (
         f"torch {c.torch.version} has cp{c.python.replace('.', '')} wheels{where}"
         if ok

@@ -22,14 +22,10 @@ def rule_platform(f: Facts, q: Query, c: Combination) -> Check:
         if problem:
             return Check("platform", False, problem, sources)
     if c.build is None:
-        have = [b.platform.value for b in c.variant.builds]
-        others = _published_there(c)
+        # Worded without the release, so lookup groups the releases a variant misses on this platform.
+        have = ", ".join(b.platform.value for b in c.variant.builds)
         return Check(
-            "platform",
-            False,
-            f"torch {c.torch.version} {c.variant.name} has no {c.platform.value} wheels (only {', '.join(have)})"
-            + (f"; {c.platform.value} has {others}" if others else ""),
-            sources,
+            "platform", False, f"no {c.platform.value} {c.variant.name} wheels of this release (only {have})", sources
         )
     return Check("platform", True, f"torch {c.torch.version} {c.variant.name} has {c.platform.value} wheels", sources)
 
@@ -38,17 +34,12 @@ def _host_problem(f: Facts, gpu: Gpu, c: Combination) -> str | None:
     if gpu.host is Host.TEGRA:
         url = f.matrix.sources[JETSON_SOURCE].url if JETSON_SOURCE in f.matrix.sources else "NVIDIA's JetPack"
         return (
-            f"{gpu.name} is a Jetson (Tegra, L4T) device: PyPI's manylinux wheels are built for x86_64 and Arm "
-            f"servers (SBSA) and do not run there; PyTorch for Jetson comes from NVIDIA ({url})"
+            f"{gpu.name} is a Jetson on L4T (Tegra): PyPI's manylinux wheels are built for x86_64 and Arm servers "
+            f"(SBSA) and do not run there; PyTorch for Jetson comes from NVIDIA's JetPack wheels ({url})"
         )
     if gpu.host is Host.SBSA and c.platform.arch != "arm64":
         return f"{gpu.name} sits in a Grace (Arm, SBSA) system: it needs linux/arm64 images, not {c.platform.value}"
     return None
-
-
-def _published_there(c: Combination) -> str:
-    variants = [v.name for v in c.torch.variants if v.build(c.platform) is not None]
-    return f"{', '.join(variants)} wheels" if variants else ""
 
 
 def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
