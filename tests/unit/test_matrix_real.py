@@ -218,7 +218,7 @@ def test_os_bases() -> None:
 
 
 def test_arm64_wheels_are_cpu_up_to_2_10_and_cuda_13_from_2_11() -> None:
-    defaults = {str(t.version): t.on(Platform.ARM64).pypi_default for t in M.torch if t.on(Platform.ARM64)}
+    defaults = {str(t.version): w.pypi_default for t in M.torch if (w := t.on(Platform.ARM64)) is not None}
     assert defaults["2.10.0"] == "cpu"
     assert defaults["2.11.0"] == defaults["2.14.1"] == "cu130"
     assert defaults["2.15.0"] == "cu132"
