@@ -53,7 +53,8 @@ def show_cmd(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
 
 def _fmt(value: object) -> str:
     if isinstance(value, list):
-        return " ".join(map(str, value)) if value else "-"
+        words = [str(v) for v in value]
+        return ("; " if any(" " in w for w in words) else " ").join(words) if words else "-"
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items()) or "-"
     return "-" if value is None else str(value)

@@ -201,17 +201,54 @@ def test_explain_json_for_an_unpublished_variant(cli: Cli) -> None:
 # --- matrix show / list / check ------------------------------------------------------------------------
 
 
+def test_show_cuda_lists_images_with_their_cudnn_and_forward_compat_branches(cli: Cli) -> None:
+    data = cli("matrix", "show", "cuda", "13.0", "--json").json()
+    first = data["images"][0]
+    assert (first["cuda"], first["cudnn"], first["fc_branches"]) == ("13.0.0", "9.12.0.46", [535, 550, 565, 570, 575])
+    assert data["reported_by"] == [580]
+    assert {"version": "13.0.3", "min_driver": "not recorded"} in data["releases"]
+
+
+@pytest.mark.parametrize(
+    ("driver", "reports", "majors", "supported", "dropped"),
+    [
+        ("535", "12.2", [11, 12], "sm_89", "sm_120"),
+        ("590.48.01", "13.1", [11, 12, 13], "sm_120", "sm_70"),
+        ("470", "11.4", [11], "sm_37", "sm_89"),
+    ],
+)
+def test_show_driver(cli: Cli, driver: str, reports: str, majors: list[int], supported: str, dropped: str) -> None:
+    data = cli("matrix", "show", "driver", driver, "--json").json()
+    assert (data["reports_cuda"], data["cuda_majors"]) == (reports, majors)
+    assert supported in data["archs"]
+    assert dropped in data["archs_not_supported"]
+    assert "sm_87" in data["archs_jetson_l4t"]
+
+
+def test_show_torch_has_the_platforms_and_what_is_not_recorded(cli: Cli) -> None:
+    data = cli("matrix", "show", "torch", "2.14.1", "--json").json()
+    assert data["platforms"]["linux/arm64"]["pypi_default"] == "cu130"
+    cu130 = next(v for v in data["variants"] if v["name"] == "cu130")
+    assert cu130["builds"]["linux/arm64"]["sass"] == ["sm_80", "sm_90", "sm_100", "sm_110", "sm_120"]
+    cu132 = next(v for v in data["variants"] if v["name"] == "cu132")
+    assert cu132["unrecorded"] == ["cuda_runtime"]
+
+
 @pytest.mark.parametrize(
     ("name", "version", "min_driver", "mvc"),
     [
-        ("12.4", "12.4.1", "550.54.15", "525.60.13"),
+        # A minor's floor is its GA driver (the lowest sourced in the minor): the oldest that reports 12.4.
+        ("12.4", "12.4.1", "550.54.14", "525.60.13"),
+        ("12.4.1", "12.4.1", "550.54.15", "525.60.13"),
         ("12.4.0", "12.4.0", "550.54.14", "525.60.13"),
+        ("13.0", "13.0.3", "580.65.06", "580.65.06"),
+        ("13.0.3", "13.0.3", None, "580.65.06"),
         ("13.0.0", "13.0.0", "580.65.06", "580.65.06"),
         ("11.8", "11.8.0", "520.61.05", "450.80.02"),
         ("10.2", "10.2.89", "440.33", None),
     ],
 )
-def test_show_cuda_json(cli: Cli, name: str, version: str, min_driver: str, mvc: str | None) -> None:
+def test_show_cuda_json(cli: Cli, name: str, version: str, min_driver: str | None, mvc: str | None) -> None:
     data = cli("matrix", "show", "cuda", name, "--json").json()
     assert (data["version"], data["min_driver"], data["mvc_min_driver"]) == (version, min_driver, mvc)
 
