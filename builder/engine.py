@@ -43,6 +43,7 @@ class ImageInfo:
     digests: tuple[str, ...]
     size: int
     env: tuple[str, ...] = ()
+    platform: str = "linux/amd64"  # os/architecture as the image config says
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Engine(Protocol):
     ) -> RunResult: ...
     def history(self, ref: str) -> list[str]: ...
     def save(self, ref: str, path: Path) -> None: ...
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None: ...
 
 
 class DockerEngine:
@@ -164,6 +166,7 @@ class DockerEngine:
             digests=tuple(attrs.get("RepoDigests") or ()),
             size=int(attrs.get("Size", 0)),
             env=tuple(config.get("Env") or ()),
+            platform=f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'amd64')}",
         )
 
     def tag(self, image_id: str, ref: str) -> None:
@@ -219,6 +222,32 @@ class DockerEngine:
         with path.open("wb") as out:
             for chunk in self._sdk().images.get(ref).save(named=True):
                 out.write(chunk)
+
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
+        """A file of the image, read from a created (never started) container; None when there is none."""
+        import io
+        import tarfile
+
+        import docker
+
+        try:
+            container = self._sdk().containers.create(image, command=["true"], network_mode="none")
+        except docker.errors.DockerException as exc:
+            raise EngineError(f"could not open {image}: {_short(exc)}") from None
+        try:
+            stream, _ = container.get_archive(path)
+            data = b"".join(stream)[: limit + 4096]
+            with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+                member = tar.next()
+                if member is None or not member.isfile() or member.size > limit:
+                    return None
+                handle = tar.extractfile(member)
+                return handle.read() if handle else None
+        except (docker.errors.NotFound, tarfile.TarError):
+            return None
+        finally:
+            with suppress(docker.errors.DockerException):
+                container.remove(force=True)
 
     # -- containers ---------------------------------------------------------------------------------
     def run(

@@ -21,6 +21,7 @@ _COMMANDS = {
     "doctor": "builder.cli.doctor_cmd:doctor_cmd",
     "lookup": "builder.cli.lookup_cmd:lookup_cmd",
     "explain": "builder.cli.lookup_cmd:explain_cmd",
+    "inspect": "builder.cli.inspect_cmd:inspect_cmd",
     "matrix": "builder.cli.matrix_cmd:matrix_group",
     "render": "builder.cli.render_cmd:render_cmd",
     "build": "builder.cli.build_cmd:build_cmd",

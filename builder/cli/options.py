@@ -75,9 +75,12 @@ def raw_query_of(kwargs: dict[str, Any]) -> RawQuery:
 
 
 def query_of(m: Matrix, kwargs: dict[str, Any], *, here: bool = False) -> Query:
+    return query_here(m, raw_query_of(kwargs), here=here)
+
+
+def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
     """The query the flags ask; with `here`, what they leave open comes from this machine (the host probe,
     as doctor reads it), said in one line on stderr."""
-    raw = raw_query_of(kwargs)
     if here:
         from builder.host.probe import fill_from_host, probe
 

@@ -113,6 +113,7 @@ class FakeEngine:
     images: dict[str, ImageInfo] = field(default_factory=dict)  # by id
     tags: dict[str, str] = field(default_factory=dict)  # ref -> image id
     built_target: dict[str, str] = field(default_factory=dict)  # image id -> target name
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (image id, path) -> content
 
     def ops(self) -> list[str]:
         return [c.op for c in self.calls]
@@ -214,6 +215,10 @@ class FakeEngine:
     def save(self, ref: str, path: Path) -> None:
         self.calls.append(Call("save", (ref, str(path))))
         path.write_bytes(b"")
+
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
+        self.calls.append(Call("read_file", (image, path)))
+        return self.files.get((self.tags.get(image, image), path))
 
     # -- the smoke suite, as builder/smoke writes its report ----------------------------------------------
     def _smoke(self, image: str, command: list[str], out: Path, gpus: str | None) -> RunResult:

@@ -1,0 +1,112 @@
+"""`torchyard inspect IMAGE`: what is inside an image, and whether it runs on a driver / GPU / this machine."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from builder.cli.options import here_option, matrix_of, query_here
+from builder.cli.output import emit_json
+from builder.inspect import ImageFacts, combination_of, judge, read_facts
+from builder.resolve.query import Query, RawQuery
+from builder.resolve.rules import Check
+
+SCHEMA = 1
+
+
+@click.command("inspect")
+@click.argument("image")
+@click.option("--driver", metavar="V", help="NVIDIA driver: 550.54.15, or a branch: 535.")
+@click.option("--arch", "archs", metavar="ARCH", multiple=True, help="GPU architecture (repeatable).")
+@click.option("--gpu", "gpu_names", metavar="NAME", multiple=True, help='GPU name: "RTX 4090" (repeatable).')
+@click.option("--platform", metavar="linux/amd64|linux/arm64", help="Platform of the machine.")
+@here_option
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (docs/schemas.md).")
+@click.pass_context
+def inspect_cmd(
+    ctx: click.Context,
+    /,
+    image: str,
+    driver: str | None,
+    archs: tuple[str, ...],
+    gpu_names: tuple[str, ...],
+    platform: str | None,
+    here: bool,
+    as_json: bool,
+) -> None:
+    """What IMAGE holds (any image with torch) and whether it runs on the driver / GPU given, or here."""
+    from builder.engine import DockerEngine
+
+    m = matrix_of(ctx)
+    raw = RawQuery(driver=driver, archs=archs, gpus=gpu_names, platform=platform)
+    q = query_here(m, raw, here=here)
+    engine = DockerEngine()
+    engine.info()
+    facts = read_facts(engine, image)
+    asked = q.driver is not None or bool(q.archs) or q.platform_given
+    checks = judge(m, facts, q) if asked else []
+    runs = all(c.ok for c in checks) if asked else None
+    if as_json:
+        c = combination_of(m, facts)
+        emit_json(as_data(facts, c.id if c else None, q, checks, runs))
+    else:
+        click.echo(as_text(facts, q, checks, runs))
+    if runs is False:
+        raise SystemExit(1)
+
+
+def _question(q: Query) -> str:
+    parts = [f"driver {q.driver.describe()}" if q.driver else ""]
+    parts.append(", ".join(g.name for g in q.gpus) or " ".join(a.name for a in q.archs))
+    parts.append(q.platform.value if q.platform_given else "")
+    return " on ".join(p for p in parts if p) or "any machine"
+
+
+def as_data(
+    facts: ImageFacts, combination: str | None, q: Query, checks: list[Check], runs: bool | None
+) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "image": facts.image,
+        "platform": facts.platform,
+        "read_from": facts.source,
+        "combination": facts.combination or combination,
+        "torch": facts.torch,
+        "cuda": facts.cuda,
+        "cudnn": facts.cudnn,
+        "nccl": facts.nccl,
+        "python": facts.python,
+        "os": facts.os,
+        "sass": list(facts.sass) if facts.sass is not None else None,
+        "ptx": list(facts.ptx),
+        "nvidia_require_cuda": facts.require_cuda,
+        "question": _question(q) if runs is not None else None,
+        "runs": runs,
+        "checks": [{"rule": c.rule, "ok": c.ok, "reason": c.reason} for c in checks],
+    }
+
+
+def as_text(facts: ImageFacts, q: Query, checks: list[Check], runs: bool | None) -> str:
+    stack = ", ".join(
+        part
+        for part in (
+            f"torch {facts.torch}" if facts.torch else "no torch found",
+            f"CUDA {facts.cuda}" if facts.cuda else "",
+            f"cuDNN {facts.cudnn}" if facts.cudnn else "",
+            f"NCCL {facts.nccl}" if facts.nccl else "",
+            f"Python {facts.python}" if facts.python else "",
+            facts.os or "",
+        )
+        if part
+    )
+    lines = [f"{facts.image} ({facts.platform}; read from {facts.source})", f"  {stack}"]
+    if facts.sass is not None:
+        lines.append(f"  GPU code: {' '.join(facts.sass) or 'none'}; PTX: {' '.join(facts.ptx) or 'none'}")
+    lines.append(f"  NVIDIA_REQUIRE_CUDA: {facts.require_cuda or 'not set'}")
+    if runs is None:
+        lines.append("  (ask whether it runs somewhere: --driver, --gpu / --arch, --platform, or --here)")
+        return "\n".join(lines)
+    lines.append(f"{_question(q)}: {'RUNS' if runs else 'WILL NOT RUN'}")
+    lines += [f"  {'PASS' if c.ok else 'FAIL'}  {c.rule:<16} {c.reason}" for c in checks]
+    return "\n".join(lines)

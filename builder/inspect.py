@@ -1,0 +1,217 @@
+"""`torchyard inspect IMAGE`: what is inside any image, and whether it runs on a driver, a GPU, this machine.
+
+torchyard's images say it in their labels and /etc/torchyard/manifest.json; any other image with torch is probed
+in a container without a GPU (the smoke suite's version and architecture checks). Then the runtime rules of
+`explain` (platform, driver and GPU, driver and CUDA, GPU code, PTX JIT, cuDNN's driver floor) and the container
+toolkit's start check (NVIDIA_REQUIRE_CUDA) answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from builder.archs import Arch, arch_from
+from builder.engine import Engine
+from builder.errors import UsageError
+from builder.kinds import Platform
+from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
+from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
+from builder.resolve.query import Query
+from builder.resolve.require import rule_container_start
+from builder.resolve.rules import (
+    Check,
+    rule_arch_torch,
+    rule_cudnn_cuda,
+    rule_driver_cuda,
+    rule_driver_gpu,
+    rule_platform,
+    rule_ptx_driver,
+)
+from builder.suite import SmokeOptions, run_smoke
+
+MANIFEST = "/etc/torchyard/manifest.json"
+RUNTIME_RULES = (rule_platform, rule_driver_gpu, rule_driver_cuda, rule_arch_torch, rule_ptx_driver, rule_cudnn_cuda)
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    image: str
+    platform: str
+    source: str  # "torchyard labels and manifest" | "probe"
+    combination: str | None
+    torch: str | None  # 2.14.1+cu130
+    cuda: str | None
+    cudnn: str | None  # 9.24.0
+    nccl: str | None
+    python: str | None
+    os: str | None
+    sass: tuple[str, ...] | None  # None: not read
+    ptx: tuple[str, ...]
+    require_cuda: str | None
+
+
+def read_facts(engine: Engine, image: str) -> ImageFacts:
+    info = engine.inspect(image)
+    if info is None:
+        raise UsageError(f"inspect: no image {image!r} in the engine (pull or build it first)")
+    env = dict(item.partition("=")[::2] for item in info.env)
+    require = env.get("NVIDIA_REQUIRE_CUDA") or None
+    if info.labels.get("io.torchyard.version"):
+        manifest = _manifest(engine, image)
+        return _ours(image, info.platform, info.labels, manifest, require)
+    report = run_smoke(engine, image, SmokeOptions(only=("version.", "arch.torch"), timeout=600), in_image=False)
+    return _probed(image, info.platform, report.observed, require)
+
+
+def _manifest(engine: Engine, image: str) -> dict[str, Any]:
+    raw = engine.read_file(image, MANIFEST)
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _ours(
+    image: str, platform: str, labels: dict[str, str], manifest: dict[str, Any], require: str | None
+) -> ImageFacts:
+    def get(key: str) -> str | None:
+        value = manifest.get(key, labels.get(f"io.torchyard.{key}"))
+        return None if value in (None, "none") else str(value)
+
+    return ImageFacts(
+        image=image,
+        platform=platform,
+        source="torchyard labels and manifest",
+        combination=get("id") or labels.get("io.torchyard.combination"),
+        torch=get("torch"),
+        cuda=get("cuda"),
+        cudnn=get("cudnn"),
+        nccl=get("nccl"),
+        python=get("python"),
+        os=get("os"),
+        sass=None,  # the matrix knows the combination's code; the manifest's arch_list is what it was built for
+        ptx=(),
+        require_cuda=require,
+    )
+
+
+def _probed(image: str, platform: str, observed: dict[str, Any], require: str | None) -> ImageFacts:
+    listed = [str(a) for a in observed.get("torch_arch_list") or []]
+    cuda = observed.get("cuda")
+    return ImageFacts(
+        image=image,
+        platform=platform,
+        source="probe",
+        combination=None,
+        torch=str(observed["torch"]) if observed.get("torch") else None,
+        cuda=str(cuda) if cuda else None,
+        cudnn=_cudnn_version(observed.get("cudnn")),
+        nccl=str(observed["nccl"]) if observed.get("nccl") else None,
+        python=str(observed["python"]) if observed.get("python") else None,
+        os=str(observed["os"]) if observed.get("os") else None,
+        sass=tuple(a for a in listed if a.startswith("sm_")) if listed else None,
+        ptx=tuple(a.replace("compute_", "sm_") for a in listed if a.startswith("compute_")),
+        require_cuda=require,
+    )
+
+
+def _cudnn_version(number: object) -> str | None:
+    """torch.backends.cudnn.version(): 92400 -> 9.24.0; 8700 -> 8.7.0."""
+    if not isinstance(number, int) or number <= 0:
+        return None
+    if number >= 10000:
+        return f"{number // 10000}.{number % 10000 // 100}.{number % 100}"
+    return f"{number // 1000}.{number % 1000 // 100}.{number % 100}"
+
+
+def combination_of(m: Matrix, facts: ImageFacts) -> Combination | None:
+    """The combination the image holds: the matrix's own for a torchyard image it knows, else one made from
+    what the probe read (the matrix's variant where it has the release, with the code the image really has)."""
+    for c in _matrix_combinations(m, facts):
+        if facts.sass is None:
+            return c
+        return replace(c, variant=replace(c.variant, builds=(_build(c.platform, facts),)))
+    return _synthetic(facts)
+
+
+def _matrix_combinations(m: Matrix, facts: ImageFacts) -> list[Combination]:
+    from builder.resolve.combos import Combination as Combo
+
+    public, _, local = (facts.torch or "").partition("+")
+    platform = _platform(facts.platform)
+    found = []
+    for release in m.torch:
+        if str(release.version) != public:
+            continue
+        variant = release.variant(local or "cpu")
+        base = next((o for o in m.os if o.name == facts.os), None) or _unknown_os(facts)
+        if variant is not None and platform is not None:
+            found.append(Combo(release, variant, facts.python or "?", base, platform))
+    return found
+
+
+def _synthetic(facts: ImageFacts) -> Combination | None:
+    platform = _platform(facts.platform)
+    if facts.torch is None or platform is None:
+        return None
+    public, _, local = facts.torch.partition("+")
+    try:
+        version, cuda = Version(public), Version(facts.cuda) if facts.cuda else None
+        cudnn = Version(facts.cudnn) if facts.cudnn else None
+    except InvalidVersion:
+        return None
+    name = local or ("cpu" if cuda is None else f"cu{cuda.major}{cuda.minor}")
+    variant = TorchVariant(name=name, cuda=cuda, cuda_runtime=None, cuda_release=None, cudnn=cudnn, nccl=None,
+                           builds=(_build(platform, facts),), note="", sources=())  # fmt: skip
+    wheels = Wheels(platform=platform, pypi_default=name, python=(facts.python or "?",), platform_tag="?", sources=())
+    release = TorchRelease(version=version, released="?", wheels=(wheels,), torchvision=version,
+                           torchaudio=version, variants=(variant,), sources=())  # fmt: skip
+    return Combination(release, variant, facts.python or "?", _unknown_os(facts), platform)
+
+
+def _build(platform: Platform, facts: ImageFacts) -> Build:
+    """The code the image was read to carry (no list read: not recorded), as the torch it reports names it."""
+    sass = _archs(facts.sass) if facts.sass is not None else None
+    local = (facts.torch or "").partition("+")[2] or None
+    return Build(platform=platform, sass=sass, ptx=_archs(facts.ptx), local=local, note="", sources=())
+
+
+def _archs(names: tuple[str, ...] | None) -> tuple[Arch, ...]:
+    found = []
+    for name in names or ():
+        try:
+            found.append(arch_from(name))
+        except ValueError:
+            continue
+    return tuple(sorted(set(found)))
+
+
+def _platform(text: str) -> Platform | None:
+    return next((p for p in Platform if p.value == text), None)
+
+
+def _unknown_os(facts: ImageFacts) -> OSBase:
+    name = facts.os or "unknown"
+    return OSBase(name=name, image="?", family="?", system_python=facts.python or "?", glibc=Version("0"),
+                  python_images=(), python_image="", sources=())  # fmt: skip
+
+
+def judge(m: Matrix, facts: ImageFacts, q: Query) -> list[Check]:
+    """The runtime rules on the image's combination, for the machine the query describes."""
+    c = combination_of(m, facts)
+    f = Facts(m)
+    checks = []
+    if q.platform_given and facts.platform != q.platform.value:
+        checks.append(Check("platform", False, f"the image is {facts.platform}, the machine {q.platform.value}"))
+    if c is None:
+        checks.append(Check("torch", False, f"no torch with a known version and platform in {facts.image}"))
+        return checks
+    checks += [rule(f, replace(q, platform=c.platform), c) for rule in RUNTIME_RULES]
+    checks.append(rule_container_start(f, q.driver, q.gpus, facts.require_cuda))
+    return checks

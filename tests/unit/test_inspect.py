@@ -1,0 +1,163 @@
+"""`torchyard inspect`: facts of torchyard images (labels + manifest) and foreign ones (a probe), and whether they
+run on a driver / GPU; the container toolkit's NVIDIA_REQUIRE_CUDA check on its own."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fake_engine import Contents, FakeEngine
+from matrix_kit import query, real
+
+import builder.engine
+from builder.cli.main import main
+from builder.engine import ImageInfo
+from builder.inspect import judge, read_facts
+from builder.resolve.facts import Facts
+from builder.resolve.require import rule_container_start
+from builder.resolve.resolver import lookup
+from builder.versions import parse_driver
+
+M = real()
+F = Facts(M)
+FOREIGN = "pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime"
+# The nvidia/cuda 12.4.1 requirement the pytorch/pytorch 2.5.1 image inherits (compat-facts §5c: 12.3.x/12.4.x
+# images list the 470, 525 and 535 branches for all ten brands, GeForce included).
+BRANDS = (
+    "tesla",
+    "unknown",
+    "nvidia",
+    "nvidiartx",
+    "geforce",
+    "geforcertx",
+    "quadro",
+    "quadrortx",
+    "titan",
+    "titanrtx",
+)
+REQUIRE_124 = " ".join(
+    ["cuda>=12.4", *(f"brand={b},driver>={n},driver<{n + 1}" for n in (470, 525, 535) for b in BRANDS)]
+)
+OBSERVED = {
+    "torch": "2.5.1+cu124",
+    "cuda": "12.4",
+    "cudnn": 90100,
+    "nccl": "2.21.5",
+    "python": "3.11",
+    "os": "ubuntu22.04",
+    "torch_arch_list": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
+}
+
+
+def engine_with(image: str, info: ImageInfo, observed: dict[str, object] | None = None) -> FakeEngine:
+    fake = FakeEngine({"probe": Contents({}, dict(observed or {}))})
+    fake.images[info.id] = info
+    fake.tags[image] = info.id
+    fake.built_target[info.id] = "probe"
+    return fake
+
+
+def foreign(platform: str = "linux/amd64") -> FakeEngine:
+    env = ("PATH=/usr/bin", f"NVIDIA_REQUIRE_CUDA={REQUIRE_124}")
+    info = ImageInfo(id="sha256:f", labels={}, tags=(FOREIGN,), digests=(), size=1, env=env, platform=platform)
+    return engine_with(FOREIGN, info, OBSERVED)
+
+
+def ours() -> FakeEngine:
+    r = lookup(M, query(M, torch="2.14.1", variant="cu130", python="3.11", os="debian12")).valid[0]
+    manifest = {"id": r.combo.id, "torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": "9.24.0.43", "nccl": "2.30.7",
+                "python": "3.11", "os": "debian12"}  # fmt: skip
+    labels = {"io.torchyard.version": "0.1.0", "io.torchyard.combination": r.combo.id}
+    info = ImageInfo(
+        id="sha256:o", labels=labels, tags=("t:1",), digests=(), size=1, env=("NVIDIA_REQUIRE_CUDA=cuda>=13.0",)
+    )
+    fake = engine_with("t:1", info)
+    fake.files[("sha256:o", "/etc/torchyard/manifest.json")] = json.dumps(manifest).encode()
+    return fake
+
+
+def test_a_foreign_image_is_probed_for_its_stack_and_code() -> None:
+    fake = foreign()
+    facts = read_facts(fake, FOREIGN)
+    assert (facts.source, facts.torch, facts.cuda, facts.cudnn, facts.os) == (
+        "probe", "2.5.1+cu124", "12.4", "9.1.0", "ubuntu22.04"
+    )  # fmt: skip
+    assert facts.sass == ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
+    (run,) = fake.of("run")
+    assert any(m.target == "/opt/torchyard-host/smoke" for m in run.mounts)  # the host's suite, not the image's
+
+
+def test_a_foreign_image_on_a_535_geforce_starts_through_its_listed_branch() -> None:
+    checks = judge(M, read_facts(foreign(), FOREIGN), query(M, driver="535.104.05", gpu="RTX 4090"))
+    assert all(c.ok for c in checks), [(c.rule, c.reason) for c in checks if not c.ok]
+    start = next(c for c in checks if c.rule == "container-start")
+    assert start.reason.startswith("NVIDIA_REQUIRE_CUDA holds: brand=geforce,driver>=535,driver<536")
+
+
+def test_a_foreign_image_on_530_does_not_start() -> None:
+    checks = judge(M, read_facts(foreign(), FOREIGN), query(M, driver="530.30.02", gpu="RTX 4090"))
+    failed = [c for c in checks if not c.ok]
+    assert [c.rule for c in failed] == ["container-start"]
+    assert failed[0].reason == (
+        "the container will not start: driver 530.30.02 reports CUDA 12.1, the image requires cuda>=12.4 "
+        "(or a listed driver branch and GPU brand)"
+    )
+
+
+def test_a_foreign_image_without_code_for_the_gpu_is_named() -> None:
+    checks = judge(M, read_facts(foreign(), FOREIGN), query(M, driver="570.124.06", gpu="RTX 5090"))
+    (arch,) = [c for c in checks if c.rule == "arch-torch"]
+    assert not arch.ok
+    assert arch.reason.startswith("sm_120 has no runnable code in torch 2.5.1+cu124")
+
+
+def test_a_torchyard_image_is_read_from_labels_and_manifest_without_running_it() -> None:
+    fake = ours()
+    facts = read_facts(fake, "t:1")
+    assert facts.source == "torchyard labels and manifest"
+    assert facts.combination == "torch2.14.1-cu130-py3.11-debian12"
+    assert "run" not in fake.ops()
+    checks = judge(M, facts, query(M, driver="535", gpu="RTX 4090"))
+    failed = {c.rule for c in checks if not c.ok}
+    assert failed == {"driver-cuda", "cudnn-cuda", "container-start"}  # CUDA 13 and its cuDNN need >= 580
+
+
+def test_an_image_of_another_platform_is_said_so() -> None:
+    checks = judge(M, read_facts(foreign("linux/arm64"), FOREIGN), query(M, driver="550", platform="linux/amd64"))
+    assert checks[0].reason == "the image is linux/arm64, the machine linux/amd64"
+
+
+@pytest.mark.parametrize(
+    ("driver", "gpu", "ok"),
+    [
+        ("550.54.15", "RTX 4090", True),  # reports 12.4
+        ("545.23.08", "RTX 4090", False),  # 12.3, branch not listed
+        ("470.82.01", "Tesla T4", True),  # a listed branch, brand tesla
+    ],
+)
+def test_require_cuda_alternatives(driver: str, gpu: str, ok: bool) -> None:
+    q = query(M, driver=driver, gpu=gpu)
+    assert rule_container_start(F, q.driver, q.gpus, REQUIRE_124).ok is ok
+
+
+def test_require_cuda_without_a_driver_or_a_requirement_passes() -> None:
+    assert rule_container_start(F, None, (), "cuda>=13.0").ok
+    assert rule_container_start(F, parse_driver("535"), (), None).ok
+
+
+def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fake = foreign()
+    monkeypatch.setattr(builder.engine, "DockerEngine", lambda: fake)
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", FOREIGN, "--driver", "530", "--gpu", "RTX 4090", "--json"])
+    assert exit_.value.code == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (data["schema"], data["torch"], data["runs"]) == (1, "2.5.1+cu124", False)
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", "nope:latest"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        "torchyard: error: inspect: no image 'nope:latest' in the engine (pull or build it first)\n"
+    )
