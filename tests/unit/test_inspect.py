@@ -12,7 +12,7 @@ from matrix_kit import query, real
 import builder.engine
 from builder.cli.main import main
 from builder.engine import ImageInfo
-from builder.inspect import judge, read_facts
+from builder.image_inspect import judge, read_facts
 from builder.resolve.facts import Facts
 from builder.resolve.require import rule_container_start
 from builder.resolve.resolver import lookup

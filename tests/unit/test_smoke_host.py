@@ -109,6 +109,9 @@ class FakeEngine:
     def save(self, ref: str, path: Path) -> None:
         raise NotImplementedError
 
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
+        raise NotImplementedError
+
 
 def test_the_suite_in_the_image_writes_its_report_to_the_mounted_folder() -> None:
     engine = FakeEngine([writes()])
