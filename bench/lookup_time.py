@@ -37,7 +37,7 @@ from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.resolver import lookup
 m = load_matrix()
 t2 = time.perf_counter()
-found = lookup(m, parse_query(m, RawQuery(driver="535", gpu="RTX 4090")))
+found = lookup(m, parse_query(m, RawQuery(driver="535", gpus=("RTX 4090",))))
 t3 = time.perf_counter()
 print(t1 - t0, t2 - t1, t3 - t2)
 """
