@@ -20,6 +20,7 @@ from kit import (
     E2E_ID,
     REGISTRY,
     Run,
+    docker,
     registry_password,
     remove_images_of_run,
     torchyard,
@@ -141,3 +142,19 @@ def e2e(tmp_path_factory: pytest.TempPathFactory, canary: Canary) -> Iterator[E2
     assert first.code == 0, first.text[-4000:]
     yield E2E(repo, out_dir, first, args)
     untag_repo(repo)
+
+
+@pytest.fixture(scope="session")
+def foreign(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An image torchyard did not build: the runtime without manifest, in-image suite or torchyard label, and
+    with the requirement an nvidia/cuda 13.0 image would set."""
+    name = f"torchyard-foreign:{RUN_ID}"
+    context = tmp_path_factory.mktemp("foreign")
+    (context / "Dockerfile").write_text(
+        f"FROM {e2e.ref('runtime')}\nRUN rm -rf /etc/torchyard /opt/torchyard/smoke\n"
+        'LABEL io.torchyard.version=""\nENV NVIDIA_REQUIRE_CUDA="cuda>=13.0"\n'
+    )
+    built = docker("build", "-t", name, str(context))
+    assert built.returncode == 0, built.stderr[-2000:]
+    yield name
+    docker("rmi", name)

@@ -4,11 +4,10 @@ and an image torchyard did not build."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import E2E, RUN_ID
+from conftest import E2E
 from kit import docker, torchyard
 
 pytestmark = pytest.mark.docker
@@ -63,20 +62,6 @@ def test_gpu_checks_are_skipped_and_exit_0_only_without_require_gpu(e2e: E2E, tm
     assert strict.code == 1
     failed = {n: c for n, c in _report(tmp_path / "b.json").items() if c["status"] == "failed"}
     assert "gpu.devices" in failed and "--require-gpu" in failed["gpu.devices"]["message"]
-
-
-@pytest.fixture(scope="module")
-def foreign(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An image torchyard did not build: the runtime without manifest, in-image suite or torchyard label."""
-    name = f"torchyard-foreign:{RUN_ID}"
-    context = tmp_path_factory.mktemp("foreign")
-    (context / "Dockerfile").write_text(
-        f'FROM {e2e.ref("runtime")}\nRUN rm -rf /etc/torchyard /opt/torchyard/smoke\nLABEL io.torchyard.version=""\n'
-    )
-    built = docker("build", "-t", name, str(context))
-    assert built.returncode == 0, built.stderr[-2000:]
-    yield name
-    docker("rmi", name)
 
 
 def test_the_suite_runs_in_an_image_torchyard_did_not_build(foreign: str, tmp_path: Path) -> None:
