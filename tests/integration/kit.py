@@ -33,7 +33,7 @@ class Run:
 def torchyard(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 3600) -> Run:
     """`python -m builder ...` in a subprocess, exactly as the console command runs. Builds choose for any
     machine (TORCHYARD_ANY_HOST=1): what they build must not depend on the GPU of the machine running the tests."""
-    merged = dict(os.environ, TORCHYARD_ANY_HOST="1", **(env or {}))
+    merged = {**os.environ, "TORCHYARD_ANY_HOST": "1", **(env or {})}
     done = subprocess.run(
         [sys.executable, "-m", "builder", *args],
         cwd=ROOT,
