@@ -2,73 +2,78 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
+from builder.cli.lookup_view import best_block, grouped_table, groups, image_ref, pip_line, wide_table
 from builder.cli.options import combination_options, here_option, matrix_of, query_of
-from builder.cli.output import emit_json, table
+from builder.cli.output import emit_json
 from builder.errors import NoMatchError, UsageError
+from builder.matrix.model import Matrix
 from builder.resolve.choose import SHOWN_REASONS, failure_message
 from builder.resolve.facts import Facts
 from builder.resolve.report import explanation_json, result_json
-from builder.resolve.resolver import Result, explain, lookup
+from builder.resolve.resolver import Lookup, explain, lookup
+
+SCHEMA = 1
 
 
 @click.command("lookup")
 @combination_options
 @here_option
-@click.option("--limit", default=20, show_default=True, metavar="N", type=int, help="Rows to show (0: all).")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON list (a stable contract).")
+@click.option("--limit", default=10, show_default=True, metavar="N", type=int, help="Rows to show (0: all).")
+@click.option("--wide", is_flag=True, help="One row per combination, every column.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (docs/schemas.md).")
 @click.pass_context
-def lookup_cmd(ctx: click.Context, /, limit: int, as_json: bool, here: bool, **kwargs: Any) -> None:
-    """Valid combinations for a driver / GPU / version request, best first."""
+def lookup_cmd(ctx: click.Context, /, limit: int, wide: bool, as_json: bool, here: bool, **kwargs: Any) -> None:
+    """Valid combinations for a driver / GPU / version request, best first, and why the rest fail."""
     if limit < 0:
         raise UsageError(f"--limit: {limit} is negative (0 shows every row)")
     m = matrix_of(ctx)
     q = query_of(m, kwargs, here=here)
     found = lookup(m, q)
-    shown = found.valid[:limit] if limit else found.valid
+    if as_json:
+        emit_json(lookup_json(m, found, limit))
+        if not found.valid:
+            raise SystemExit(NoMatchError.exit_code)
+        return
     if not found.valid:
         raise NoMatchError(failure_message(found))
-    if as_json:
-        emit_json([result_json(Facts(m), r) for r in shown])
-        return
-    click.echo(_results_table(shown, arch=q.arch is not None, driver=q.driver is not None))
-    more = len(found.valid) - len(shown)
+    click.echo(best_block(m, found.valid[0]) + "\n")
+    driver, arch = q.driver is not None, bool(q.archs)
+    if wide:
+        rows: Sequence[object] = found.valid[:limit] if limit else found.valid
+        click.echo(wide_table(found.valid[:limit] if limit else found.valid, driver=driver, arch=arch))
+        total, unit = len(found.valid), "combinations"
+    else:
+        builds = groups(found.valid)
+        rows = builds[:limit] if limit else builds
+        click.echo(grouped_table(builds[:limit] if limit else builds, driver=driver, arch=arch))
+        total, unit = len(builds), f"torch builds ({len(found.valid)} combinations)"
+    more = total - len(rows)
     click.echo(
-        f"\n{len(found.valid)} valid"
-        + (f" ({more} more: --limit 0)" if more else "")
-        + f"; {len(found.rejected)} ruled out"
+        f"\n{total} valid {unit}"
+        + (f", {more} more: --limit 0" if more else "")
+        + f"; {len(found.rejected)} combinations ruled out"
         + (":" if found.rejected else ".")
     )
     for reason, count in found.reasons()[:SHOWN_REASONS]:
         click.echo(f"  {count:5d}  {reason}")
 
 
-def _results_table(results: tuple[Result, ...], *, arch: bool, driver: bool) -> str:
-    headers = ["ID", "TORCH", "VISION", "AUDIO", "CUDA", "CUDNN", "NCCL", "PY", "OS"]
-    headers += ["DRIVER"] if driver else []
-    headers += ["ARCH"] if arch else []
-    rows = []
-    for r in results:
-        v = r.combo.variant
-        row = [
-            r.combo.id,
-            r.combo.local_version,
-            str(r.combo.torch.torchvision),
-            str(r.combo.torch.torchaudio),
-            str(v.cuda or "-"),
-            str(v.cudnn or "-"),
-            str(v.nccl or "?"),
-            r.combo.python,
-            r.combo.os.name,
-        ]
-        row += [r.driver_mode.value if r.driver_mode else "-"] if driver else []
-        if arch:
-            row += [f"{r.arch_support.value} ({r.arch_code.name})" if r.arch_support and r.arch_code else "-"]
-        rows.append(row)
-    return table(headers, rows)
+def lookup_json(m: Matrix, found: Lookup, limit: int) -> dict[str, Any]:
+    f = Facts(m)
+    shown = found.valid[:limit] if limit else found.valid
+    return {
+        "schema": SCHEMA,
+        "total": len(found.valid),
+        "shown": len(shown),
+        "results": [result_json(f, r) | {"image": image_ref(m, r), "pip": pip_line(r)} for r in shown],
+        "rejected": len(found.rejected),
+        "reasons": [{"reason": reason, "count": count} for reason, count in found.reasons()],
+    }
 
 
 @click.command("explain")
@@ -81,7 +86,7 @@ def explain_cmd(ctx: click.Context, /, as_json: bool, here: bool, **kwargs: Any)
     m = matrix_of(ctx)
     e = explain(m, query_of(m, kwargs, here=here))
     if as_json:
-        emit_json(explanation_json(e))
+        emit_json({"schema": SCHEMA} | explanation_json(e))
     else:
         click.echo(f"{e.id}: {'VALID' if e.valid else 'NOT VALID'}")
         for how in e.pinned:

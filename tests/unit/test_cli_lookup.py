@@ -49,32 +49,48 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> 
 def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
     # Driver 535 runs CUDA 12.1 (530.30.02) and 11.8 (520.61.05) at full level, CUDA 12.4 (550.54.14)
     # only through minor-version compatibility; the RTX 4090 (sm_89) runs the sm_86 SASS of each.
-    r = cli(
-        "lookup", "--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--os", "debian12", "--python", "3.11"
-    )
+    flags = ("--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--os", "debian12", "--python", "3.11")
+    r = cli("lookup", *flags)
     assert (r.code, r.err) == (0, "")
     assert r.out == (
-        "ID                                TORCH        VISION  AUDIO  CUDA  CUDNN     NCCL    PY    OS        DRIVER"
-        "         ARCH\n"
-        "torch2.5.1-cu121-py3.11-debian12  2.5.1+cu121  0.20.1  2.5.1  12.1  9.1.0.70  ?       3.11  debian12  full"
-        "           compatible (sm_86)\n"
-        "torch2.5.1-cu118-py3.11-debian12  2.5.1+cu118  0.20.1  2.5.1  11.8  9.1.0.70  ?       3.11  debian12  full"
-        "           compatible (sm_86)\n"
-        "torch2.5.1-cu124-py3.11-debian12  2.5.1+cu124  0.20.1  2.5.1  12.4  9.1.0.70  2.21.5  3.11  debian12"
-        "  minor-version  compatible (sm_86)\n"
+        "best: torch 2.5.1+cu121 (CUDA 12.1, cuDNN 9.1.0.70, NCCL not recorded), Python 3.11, debian12\n"
+        "  id:     torch2.5.1-cu121-py3.11-debian12\n"
+        "  driver: runs at full level\n"
+        "  code:   runs older-minor code (sm_86)\n"
+        "  image:  torchyard:2.5.1-cuda12.1-cudnn9-py3.11-debian12-runtime\n"
+        "  build:  torchyard build --torch 2.5.1 --variant cu121 --python 3.11 --os debian12\n"
+        "  pip:    pip install torch==2.5.1 torchvision==0.20.1 torchaudio==2.5.1"
+        " --index-url https://download.pytorch.org/whl/cu121\n"
         "\n"
-        "3 valid; 0 ruled out.\n"
+        "TORCH        CUDA  CUDNN     DRIVER      GPU CODE   PYTHON  OS\n"
+        "2.5.1+cu121  12.1  9.1.0.70  full        via sm_86  3.11    debian12\n"
+        "2.5.1+cu118  11.8  9.1.0.70  full        via sm_86  3.11    debian12\n"
+        "2.5.1+cu124  12.4  9.1.0.70  compatible  via sm_86  3.11    debian12\n"
+        "\n"
+        "3 valid torch builds (3 combinations); 0 combinations ruled out.\n"
     )
+    wide = cli("lookup", *flags, "--wide")
+    assert wide.out.splitlines()[8].startswith(
+        "ID                                TORCH        VISION  AUDIO  CUDA  CUDNN"
+    )
+    assert "torch2.5.1-cu124-py3.11-debian12  2.5.1+cu124  0.20.1  2.5.1  12.4  9.1.0.70  2.21.5" in wide.out
+
+
+def test_lookup_table_fits_100_columns(cli: Cli) -> None:
+    r = cli("lookup", "--driver", "580", "--gpu", "RTX 4090", "--limit", "0")
+    table = r.out.split("\n\n")[1]
+    assert max(len(line) for line in table.splitlines()) <= 100
 
 
 def test_lookup_limit_and_reasons(cli: Cli) -> None:
     r = cli("lookup", "--driver", "470.57.02", "--torch", "2.5.1", "--os", "debian12", "--limit", "1")
     assert r.code == 0
-    lines = r.out.splitlines()
-    assert lines[0].startswith("ID ") and "DRIVER" in lines[0] and "ARCH" not in lines[0]
-    assert lines[1].startswith("torch2.5.1-cu118-py3.11-debian12 ")  # the only CUDA 11 build
+    lines = r.out.split("\n\n")[1].splitlines()
+    assert lines[0].startswith("TORCH ") and "DRIVER" in lines[0] and "GPU CODE" not in lines[0]
+    assert lines[1].startswith("2.5.1+cu118 ")  # the only CUDA 11 build
     assert "driver 470.57.02: every CUDA 12 build needs >= 525.60.13" in r.out
-    assert "(more: --limit 0)" not in r.out and " more: --limit 0)" in r.out
+    assert "1 valid torch builds (2 combinations); 0 combinations ruled out" not in r.out
+    assert ", 0 more" not in r.out
 
 
 def test_lookup_without_a_match_exits_1_with_grouped_reasons(cli: Cli) -> None:
@@ -96,8 +112,9 @@ def test_lookup_for_cuda_12_wheels_of_torch_2_15(cli: Cli) -> None:
 def test_lookup_json_contract(cli: Cli) -> None:
     r = cli("lookup", "--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--variant", "cu124", "--json")
     assert r.code == 0
-    rows = r.json()
-    assert isinstance(rows, list) and rows
+    data = r.json()
+    assert (data["schema"], data["total"], data["shown"]) == (1, len(data["results"]), len(data["results"]))
+    rows = data["results"]
     first = rows[0]
     assert {
         "torch",
@@ -129,7 +146,7 @@ def test_lookup_json_contract(cli: Cli) -> None:
 
 
 def test_lookup_json_without_arch_has_no_arch_support(cli: Cli) -> None:
-    rows = cli("lookup", "--torch", "2.15.0", "--json", "--limit", "0").json()
+    rows = cli("lookup", "--torch", "2.15.0", "--json", "--limit", "0").json()["results"]
     assert rows and all("arch_support" not in row for row in rows)
     assert all(row["driver_mode"] is None for row in rows)  # no --driver given
     # 2.15.0+cu130 has no recorded cuDNN, and an unknown fact fails its rule rather than pass.
@@ -138,16 +155,19 @@ def test_lookup_json_without_arch_has_no_arch_support(cli: Cli) -> None:
 
 
 def test_lookup_json_cpu_variant_only_when_asked(cli: Cli) -> None:
-    rows = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--json", "--limit", "0").json()
+    rows = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--json", "--limit", "0").json()["results"]
     assert "cpu" not in {row["variant"] for row in rows}
-    cpu = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--variant", "cpu", "--json").json()
+    cpu = cli("lookup", "--driver", "580", "--torch", "2.15.0", "--variant", "cpu", "--json").json()["results"]
     assert {(row["variant"], row["cuda"], row["driver_mode"]) for row in cpu} == {("cpu", None, None)}
 
 
 def test_lookup_forward_compat_on_a_data_center_gpu(cli: Cli) -> None:
     argv = ("lookup", "--driver", "570", "--gpu", "H100", "--variant", "cu130", "--os", "ubuntu24.04", "--json")
-    assert cli(*argv).code == 1
-    rows = cli(*argv, "--forward-compat").json()
+    refused = cli(*argv)
+    assert refused.code == 1
+    assert (refused.json()["total"], refused.json()["results"]) == (0, [])  # a JSON answer also when none is valid
+    assert refused.json()["reasons"][0]["count"] > 0
+    rows = cli(*argv, "--forward-compat").json()["results"]
     assert {row["driver_mode"] for row in rows} == {"forward-compat"}
     assert rows[0]["torch"] == "2.14.1"  # 2.15.0+cu130 has no recorded cuDNN: not claimed
 

@@ -94,7 +94,7 @@ def test_every_command_gives_the_same_answer(q: Question, capsys: pytest.Capture
     code, out = run(capsys, "lookup", *q.flags, "--json")
     assert (code == 0) is (q.answer is not None)
     if q.answer is not None:
-        assert json.loads(out)[0]["id"] == q.answer
+        assert json.loads(out)["results"][0]["id"] == q.answer
     code, out = run(capsys, "explain", *q.flags)
     assert code == (0 if q.answer else 1)
     if q.answer is not None:

@@ -1,0 +1,127 @@
+"""How lookup reads to a person: one row per torch build (its Pythons and OSes collapsed) that fits 100 columns,
+the chosen row spelled out with its image tag and pip line; `--wide` for one row per combination."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from builder.cli.output import table
+from builder.kinds import Flavor, Platform, Strategy
+from builder.matrix.model import Matrix
+from builder.resolve.report import index_url
+from builder.resolve.resolver import Result
+from builder.resolve.rules import ArchSupport, DriverMode
+from builder.tags import image_tags
+
+_DRIVER_SHORT = {
+    DriverMode.FULL: "full",
+    DriverMode.MINOR_VERSION: "compatible",
+    DriverMode.FORWARD_COMPAT: "cuda-compat",
+}
+
+
+@dataclass(frozen=True)
+class Group:
+    """The valid combinations of one torch build: one torch release and wheel variant on one platform."""
+
+    results: tuple[Result, ...]
+
+    @property
+    def first(self) -> Result:
+        return self.results[0]
+
+    @property
+    def pythons(self) -> str:
+        found = sorted({r.combo.python for r in self.results}, key=lambda p: tuple(map(int, p.split("."))))
+        return found[0] if len(found) == 1 else f"{found[0]}-{found[-1]}" if len(found) > 2 else " ".join(found)
+
+    @property
+    def oses(self) -> str:
+        """debian12 ubuntu20.04/22.04/24.04: one family's releases share its name."""
+        by_family: dict[str, list[str]] = {}
+        for r in self.results:
+            base = r.combo.os
+            release = base.name.removeprefix(base.family)
+            if release not in by_family.setdefault(base.family, []):
+                by_family[base.family].append(release)
+        return " ".join(family + "/".join(releases) for family, releases in by_family.items())
+
+
+def groups(results: Sequence[Result]) -> list[Group]:
+    """Valid results grouped by torch build, in the order of their best member (lookup's ranking)."""
+    by_build: dict[tuple[str, str, str], list[Result]] = {}
+    for r in results:
+        c = r.combo
+        by_build.setdefault((str(c.torch.version), c.variant.name, c.platform.value), []).append(r)
+    return [Group(tuple(members)) for members in by_build.values()]
+
+
+def code_words(r: Result) -> str:
+    if r.arch_support is None or r.arch_code is None:
+        return "-"
+    if r.arch_support is ArchSupport.NATIVE:
+        return "native"
+    if r.arch_support is ArchSupport.COMPATIBLE:
+        return f"via {r.arch_code.name}"
+    return f"PTX {r.arch_code.name}"
+
+
+def grouped_table(shown: Sequence[Group], *, driver: bool, arch: bool) -> str:
+    headers = ["TORCH", "CUDA", "CUDNN"] + (["DRIVER"] if driver else []) + (["GPU CODE"] if arch else [])
+    headers += ["PYTHON", "OS"]
+    rows = []
+    for g in shown:
+        r, v = g.first, g.first.combo.variant
+        row = [r.combo.local_version, str(v.cuda or "-"), str(v.cudnn or "-")]
+        row += [_DRIVER_SHORT[r.driver_mode] if r.driver_mode else "-"] if driver else []
+        row += [code_words(r)] if arch else []
+        rows.append([*row, g.pythons, g.oses])
+    return table(headers, rows)
+
+
+def wide_table(results: Sequence[Result], *, driver: bool, arch: bool) -> str:
+    headers = ["ID", "TORCH", "VISION", "AUDIO", "CUDA", "CUDNN", "NCCL", "PY", "OS"]
+    headers += (["DRIVER"] if driver else []) + (["ARCH"] if arch else [])
+    rows = []
+    for r in results:
+        v = r.combo.variant
+        row = [r.combo.id, r.combo.local_version, str(r.combo.torch.torchvision), str(r.combo.torch.torchaudio)]
+        row += [str(v.cuda or "-"), str(v.cudnn or "-"), str(v.nccl or ("-" if v.cuda is None else "?"))]
+        row += [r.combo.python, r.combo.os.name]
+        row += [r.driver_mode.value if r.driver_mode else "-"] if driver else []
+        if arch:
+            row += [f"{r.arch_support.value} ({r.arch_code.name})" if r.arch_support and r.arch_code else "-"]
+        rows.append(row)
+    return table(headers, rows)
+
+
+def image_ref(m: Matrix, r: Result, repo: str = "torchyard") -> str:
+    return f"{repo}:{image_tags(m, r.combo, Flavor.RUNTIME, Strategy.WHEELS, ()).immutable}"
+
+
+def pip_line(r: Result) -> str:
+    c = r.combo
+    index = index_url(c)
+    pins = [f"torch=={c.torch.version}", f"torchvision=={c.torch.torchvision}", f"torchaudio=={c.torch.torchaudio}"]
+    return "pip install " + shlex.join(pins + (["--index-url", index] if index else []))
+
+
+def best_block(m: Matrix, r: Result) -> str:
+    c, v = r.combo, r.combo.variant
+    unknown = "not recorded"
+    stack = f"CUDA {v.cuda}, cuDNN {v.cudnn or unknown}, NCCL {v.nccl or unknown}" if v.cuda else "CPU only"
+    where = "" if c.platform is Platform.AMD64 else f", {c.platform.value}"
+    lines = [f"best: torch {c.local_version} ({stack}), Python {c.python}, {c.os.name}{where}"]
+    lines.append(f"  id:     {c.id}")
+    if r.driver_mode is not None:
+        lines.append(f"  driver: {r.driver_mode.words}")
+    if r.arch_support is not None and r.arch_code is not None:
+        lines.append(f"  code:   {r.arch_support.words} ({r.arch_code.name})")
+    flags = ["--torch", str(c.torch.version), "--variant", v.name, "--python", c.python, "--os", c.os.name]
+    flags += ["--platform", c.platform.value] if c.platform is not Platform.AMD64 else []
+    lines.append(f"  image:  {image_ref(m, r)}")
+    lines.append(f"  build:  torchyard build {shlex.join(flags)}")
+    lines.append(f"  pip:    {pip_line(r)}")
+    return "\n".join(lines)
