@@ -15,6 +15,7 @@ from builder.errors import BuildError
 from builder.kinds import Flavor
 from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs, write_context
 from builder.process import check_cancelled
+from builder.redact import redact
 from builder.registry import Registry
 from builder.render.context import cuda_home
 from builder.suite import SmokeOptions, SmokeReport, run_smoke
@@ -142,6 +143,7 @@ def _build_and_verify(
     with log_path.open("w", buffering=1) as build_log:  # line-buffered: `tail -f` follows the build
 
         def on_line(line: str) -> None:
+            line = redact(line)
             build_log.write(line + "\n")
             if settings.verbose:
                 log(f"[{name}] {line}")

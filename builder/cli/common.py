@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from builder.cli.image_options import image_options, render_options_of
-from builder.cli.options import any_host_option, combination_options, matrix_of, raw_query_of
+from builder.cli.options import any_host_option, combination_options, matrix_of, raw_query_of, repository
 from builder.kinds import Target, parse_choice
 from builder.matrix.model import Matrix
 from builder.render.options import RenderOptions
@@ -29,7 +29,14 @@ _SHARED = (
         metavar="|".join(t.value for t in Target),
         help="Image(s): runtime, devel, or all the combination can have.",
     ),
-    click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", help="Image repository."),
+    click.option(
+        "--repo",
+        default=DEFAULT_REPO,
+        show_default=True,
+        metavar="REGISTRY/NAME",
+        callback=repository,
+        help="Image repository.",
+    ),
     click.option(
         "-o", "--output", "output", metavar="DIR", help="Context, plan and logs (default: build/torchyard/<id>)."
     ),

@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from builder.cli.options import matrix_of
+from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json
 from builder.host.doctor import Diagnosis, diagnose
 from builder.host.probe import probe
@@ -23,7 +23,14 @@ SCHEMA = 1
 @click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (2.5, '>=2.4').")
 @click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (3.11).")
 @click.option("--os", "os_name", metavar="NAME", help="Only this OS base (debian12, ubuntu24.04 ...).")
-@click.option("--repo", default="torchyard", show_default=True, metavar="REGISTRY/NAME", help="Where the image lives.")
+@click.option(
+    "--repo",
+    default="torchyard",
+    show_default=True,
+    metavar="REGISTRY/NAME",
+    callback=repository,
+    help="Where it lives.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in docs/schemas.md).")
 @click.pass_context
 def doctor_cmd(

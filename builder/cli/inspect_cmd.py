@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from builder.cli.options import here_option, matrix_of, query_here
+from builder.cli.options import here_option, image_reference, matrix_of, query_here
 from builder.cli.output import emit_json
 from builder.image_inspect import ImageFacts, combination_of, judge, read_facts
 from builder.resolve.query import Query, RawQuery
@@ -16,7 +16,7 @@ SCHEMA = 1
 
 
 @click.command("inspect")
-@click.argument("image")
+@click.argument("image", callback=image_reference)
 @click.option("--driver", metavar="V", help="NVIDIA driver: 550.54.15, or a branch: 535.")
 @click.option("--arch", "archs", metavar="ARCH", multiple=True, help="GPU architecture (repeatable).")
 @click.option("--gpu", "gpu_names", metavar="NAME", multiple=True, help='GPU name: "RTX 4090" (repeatable).')

@@ -10,11 +10,14 @@ import click
 
 from builder import __version__, env
 from builder.errors import TorchyardError
+from builder.redact import redact
 
 # Environment variables torchyard reads, declared once.
 ENV_MATRIX = env.MATRIX
 ENV_DEBUG = env.DEBUG
 
+
+INTERNAL_ERROR = 70  # EX_SOFTWARE: torchyard itself failed
 
 # Commands load on use, so `torchyard lookup` never imports jinja2 or docker.
 _COMMANDS = {
@@ -66,8 +69,14 @@ def main(argv: list[str] | None = None) -> None:
     except TorchyardError as exc:
         if debug:
             raise
-        click.echo(f"torchyard: error: {exc}", err=True)
+        click.echo(f"torchyard: error: {redact(str(exc))}", err=True)
         sys.exit(exc.exit_code)
+    except OSError as exc:  # a path given on the command line that cannot be read or written
+        if debug:
+            raise
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"torchyard: error: {redact(where + (exc.strerror or str(exc)))}", err=True)
+        sys.exit(2)
     except click.exceptions.Abort:  # Ctrl-C outside the steps that raise Interrupted themselves
         click.echo("torchyard: error: interrupted: nothing unverified was tagged or pushed", err=True)
         sys.exit(130)
@@ -75,6 +84,12 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         where = f"{exc.ctx.command_path}: " if isinstance(exc, click.UsageError) and exc.ctx else ""
-        click.echo(f"torchyard: error: {where}{exc.format_message()}", err=True)
+        click.echo(f"torchyard: error: {where}{redact(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a bug: one line, not a traceback (--debug shows it)
+        if debug:
+            raise
+        click.echo(f"torchyard: error: internal error: {type(exc).__name__}: {redact(str(exc))[:300]} "
+                   "(a bug: run again with --debug and report it)", err=True)  # fmt: skip
+        sys.exit(INTERNAL_ERROR)
     sys.exit(code if isinstance(code, int) else 0)

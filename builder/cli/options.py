@@ -92,6 +92,19 @@ def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
     return parse_query(m, raw)
 
 
+def repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A --repo-like flag, checked by Docker's reference grammar before anything else runs."""
+    from builder.names import check_repository
+
+    return None if value is None else check_repository(value, f"--{(param.name or '').replace('_', '-')}")
+
+
+def image_reference(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from builder.names import check_reference
+
+    return check_reference(value, "IMAGE")
+
+
 here_option = click.option(
     "--here", is_flag=True, help="Fill in what the flags leave open (driver, GPUs, platform) from this machine."
 )

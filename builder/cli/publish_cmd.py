@@ -10,13 +10,14 @@ import click
 from builder import env
 from builder.cli.build_cmd import _auth
 from builder.cli.image_options import refresh_option
-from builder.cli.options import matrix_of
+from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json, table
 from builder.errors import UsageError
 from builder.kinds import parse_gpus
 from builder.matrix.model import Matrix
 from builder.plan import make_plan
 from builder.publish.items import Excluded, Item, expand, select
+from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 
 DEFAULT_REPO = "torchyard"
@@ -24,7 +25,7 @@ DEFAULT_REPO = "torchyard"
 
 @click.command("publish")
 @click.option("--only", "only", multiple=True, metavar="GLOB", help="Items whose id matches (repeatable).")
-@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME")
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", callback=repository)
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks.")
 @click.option("--jobs", default=1, show_default=True, type=int, help="Groups built in parallel.")
 @click.option("--dry-run", is_flag=True, help="List what would be built and pushed.")
@@ -109,7 +110,7 @@ def _dry_run(m: Matrix, items: list[Item], excluded: list[Excluded], repo: str) 
 
 
 def _first_line(text: str) -> str:
-    return text.splitlines()[0][:110] if text else ""
+    return redact(text).splitlines()[0][:110] if text else ""
 
 
 def _list(items: list[Item], excluded: list[Excluded], *, as_json: bool) -> None:
@@ -139,10 +140,11 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
 @click.command("ci")
 @click.option("--format", "fmt", type=click.Choice(["github", "bake"]), required=True)
 @click.option("--only", "only", multiple=True, metavar="GLOB")
-@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME")
+@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", callback=repository)
 @click.option("--gpus", metavar="all|N", help="GitHub: GPU smoke of CUDA items on the self-hosted `gpu` label.")
 @click.option(
     "--candidates",
+    callback=repository,
     metavar="REGISTRY/NAME",
     help="GitHub: where builds go before the GPU smoke (default: <repo>-candidates).",
 )
@@ -155,7 +157,9 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
     metavar="DIR",
     help="bake: where the contexts and docker-bake.json are written.",
 )
-@click.option("--cache-repo", metavar="REGISTRY/NAME", help="bake: registry cache (cache-from / cache-to).")
+@click.option(
+    "--cache-repo", metavar="REGISTRY/NAME", callback=repository, help="bake: registry cache (cache-from / cache-to)."
+)
 @refresh_option
 @click.pass_context
 def matrix_ci_cmd(

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from builder.cli.options import image_reference
 from builder.engine import DockerEngine
 from builder.errors import UsageError
 from builder.kinds import parse_gpus
@@ -16,7 +17,7 @@ _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "
 
 
 @click.command("smoke")
-@click.argument("image")
+@click.argument("image", callback=image_reference)
 @click.option("--gpus", metavar="all|N|none", help="GPUs for the GPU checks (default: none; they are skipped).")
 @click.option("--require-gpu", is_flag=True, help="Fail the GPU checks without a GPU instead of skipping them.")
 @click.option("--arch", metavar="ARCH", help="Target architecture to check the compiled code against.")

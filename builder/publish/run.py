@@ -24,6 +24,7 @@ from builder.pipeline import BuildSettings, build
 from builder.plan import CONTENT_LABEL, Plan, make_plan
 from builder.process import reset_cancel, stop_all
 from builder.publish.items import Excluded, Item
+from builder.redact import redact
 from builder.registry import Registry
 
 Log = Callable[[str], None]
@@ -178,12 +179,16 @@ def _run_group(
                 registry,
             )
         except Interrupted as exc:
-            group_log.write(f"INTERRUPTED: {exc}\n")
-            return [ItemResult(i.id, "failed", reason=str(exc), seconds=time.monotonic() - started) for i in members]
+            group_log.write(f"INTERRUPTED: {redact(str(exc))}\n")
+            return [
+                ItemResult(i.id, "failed", reason=redact(str(exc)), seconds=time.monotonic() - started) for i in members
+            ]
         except TorchyardError as exc:
-            group_log.write(f"FAILED: {exc}\n")
-            log(f"FAIL  {name}: {exc}".splitlines()[0])
-            return [ItemResult(i.id, "failed", reason=str(exc), seconds=time.monotonic() - started) for i in members]
+            group_log.write(f"FAILED: {redact(str(exc))}\n")
+            log(redact(f"FAIL  {name}: {exc}").splitlines()[0])
+            return [
+                ItemResult(i.id, "failed", reason=redact(str(exc)), seconds=time.monotonic() - started) for i in members
+            ]
     results = []
     for item, outcome in zip(members, outcomes, strict=True):
         status = "skipped" if outcome.status == "up-to-date" else "built"
@@ -267,11 +272,11 @@ def _move(
         engine.tag(image.id, alias_ref)
         engine.push(alias_ref, settings.auth, lambda line: None)
     except TorchyardError as exc:
-        log(f"FAIL  alias {alias_ref}: {exc}")
-        return AliasResult(alias, "held", immutable, str(exc))
+        log(redact(f"FAIL  alias {alias_ref}: {exc}"))
+        return AliasResult(alias, "held", immutable, redact(str(exc)))
     log(f"MOVE  {alias_ref} -> {immutable}")
     return AliasResult(alias, "moved", immutable)
 
 
 def write_report(report: Report, path: Path) -> None:
-    path.write_text(json.dumps(report.as_json(), indent=2) + "\n")
+    path.write_text(redact(json.dumps(report.as_json(), indent=2)) + "\n")

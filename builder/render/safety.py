@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from builder.errors import RenderError
+from builder.redact import redact as redact_text
 
 _FORBIDDEN = re.compile(r"[\s'\"`$\\]")
 PIP_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~*+]*$")
@@ -52,9 +53,10 @@ _USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.\-]*://)?)[^/?#]*@", re.DOTALL
 
 
 def redact(url: str) -> str:
-    """The URL with any user:password@ replaced by ***@, for messages and plan descriptions; works on
-    malformed URLs too, since it also redacts the values a check is about to refuse."""
-    return _USERINFO.sub(r"\1***@", url, count=1)
+    """One URL as a value (a flag's, an environment variable's) with its credentials replaced by ***: the
+    userinfo also without a scheme (a check is about to refuse such a value), then whatever builder.redact
+    finds (query-string tokens)."""
+    return redact_text(_USERINFO.sub(r"\1***@", url, count=1))
 
 
 def check_url(field: str, value: str, example: str) -> str:
