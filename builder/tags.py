@@ -15,8 +15,10 @@ import json
 from dataclasses import dataclass
 
 from builder.archs import Arch
+from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
+from builder.names import check_tag
 from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
 from builder.versions import minor_str
@@ -95,4 +97,8 @@ def image_tags(
     newest = max(t.version for t in m.torch)
     if not platform and c.torch.version == newest and c.is_pypi_default:
         aliases.append(f"latest-{suffix_}")
+    for tag in (immutable, *aliases):
+        problem = check_tag(tag)
+        if problem:  # many --arch make a long suffix: refused here, before a build, not after it
+            raise RenderError(f"the tag {tag!r} is {problem}: give fewer --arch")
     return ImageTags(immutable, tuple(aliases))

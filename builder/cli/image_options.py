@@ -11,6 +11,7 @@ import click
 
 from builder import env
 from builder.errors import UsageError
+from builder.files import read_text
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
 from builder.plan import check_extension_dir
@@ -117,12 +118,7 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
 
 
 def _read(path: str | None) -> str | None:
-    if path is None:
-        return None
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise UsageError(f"--requirements {path}: {exc.strerror}") from None
+    return None if path is None else read_text(path, "--requirements")
 
 
 def _label(text: str) -> tuple[str, str]:

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from builder.errors import MatrixError
+from builder.files import read_text
 from builder.kinds import Platform, did_you_mean
 from builder.matrix import reader as r
-from builder.matrix.doccache import TomlSyntaxError, parse_toml
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import (
     ArchInfo,
@@ -35,6 +35,7 @@ from builder.matrix.model import (
 )
 from builder.matrix.publish_set import parse_publish
 from builder.matrix.reader import Context, Entry
+from builder.matrix.toml_text import TomlSyntaxError, parse_toml
 from builder.resources import default_matrix_path
 from builder.versions import Driver
 
@@ -70,19 +71,15 @@ def load_matrix(path: Path | str | None = None) -> Matrix:
 
 @functools.cache
 def _load_default() -> Matrix:
-    # The packaged matrix is read by every command: its TOML parse result is cached (doccache.py).
-    return _load(default_matrix_path(), cache=True)
+    return _load(default_matrix_path())
 
 
-def _load(path: Path, *, cache: bool = False) -> Matrix:
+def _load(path: Path) -> Matrix:
     from builder.matrix.validate import validate
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MatrixError(f"{path}: cannot read: {exc.strerror}") from None
+    text = read_text(path, "", error=MatrixError)
     ctx = Context(str(path), text)
-    matrix = _parse(ctx, cache=cache)
+    matrix = _parse(ctx)
     validate(matrix, ctx)
     return matrix
 
@@ -92,9 +89,9 @@ def parse_text(text: str, file: str) -> Matrix:
     return _parse(Context(file, text))
 
 
-def _parse(ctx: Context, *, cache: bool = False) -> Matrix:
+def _parse(ctx: Context) -> Matrix:
     try:
-        doc = parse_toml(ctx.text, cache=cache)
+        doc = parse_toml(ctx.text)
     except TomlSyntaxError as exc:
         raise MatrixError(_toml_error(ctx.file, str(exc))) from None
     top = Entry(ctx, (), "matrix", doc, _TOP)

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from builder.errors import RenderError
+from builder.files import read_bytes
 from builder.render.safety import check_apt_mirror, check_url, redact
 
+CA_LIMIT = 16 << 20  # a system bundle is about 200 KB
 # Host settings picked up by default, in order of precedence.
 CA_ENV_VARS = ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE")
 INDEX_ENV_VAR = "PIP_INDEX_URL"
@@ -124,7 +126,8 @@ def _pick(
 
 
 def _ca_path(text: str) -> Path:
-    path = Path(text)
-    if not path.is_file():
-        raise RenderError(f"CA bundle {text!r} is not a readable file (--ca-bundle, or $PIP_CERT/$SSL_CERT_FILE)")
-    return path.resolve()
+    """A CA bundle BuildKit will read as a secret: a readable regular file of PEM text (never a pipe or device)."""
+    data = read_bytes(text, "CA bundle (--ca-bundle, or $PIP_CERT/$SSL_CERT_FILE)", limit=CA_LIMIT, error=RenderError)
+    if data and b"-----BEGIN CERTIFICATE-----" not in data:
+        raise RenderError(f"CA bundle {text!r} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
+    return Path(text).resolve()

@@ -121,7 +121,7 @@ def test_no_additions_no_id_and_network_settings_are_not_additions(tmp_path: Any
     from render_kit import no_host_network
 
     ca = tmp_path / "ca.pem"
-    ca.write_text("x")
+    ca.write_text("-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n")
     assert extras_id(options()) is None
     network = no_host_network(ca_bundle=str(ca), pip_index_url="https://u:p@pypi.corp.example/simple")
     assert extras_id(options(network=network)) is None
