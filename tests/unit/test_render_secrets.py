@@ -183,7 +183,7 @@ def test_no_host_settings_ignores_them_all(cas: dict[str, str]) -> None:
 
 def test_a_host_ca_bundle_that_is_not_a_file_is_an_error_naming_it(tmp_path: Path) -> None:
     missing = str(tmp_path / "nope.pem")
-    with pytest.raises(RenderError, match="nope.pem: cannot read: No such file or directory"):
+    with pytest.raises(RenderError, match=r"nope\.pem: cannot read: No such file or directory"):
         resolve_network(NetworkFlags(), env={"SSL_CERT_FILE": missing})
 
 
