@@ -10,10 +10,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from builder.context_dir import write_context
 from builder.engine import Engine, RegistryAuth
 from builder.errors import BuildError
 from builder.kinds import Flavor
-from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs, write_context
+from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs
 from builder.process import check_cancelled
 from builder.redact import redact
 from builder.registry import Registry
@@ -36,6 +37,7 @@ class BuildSettings:
     pip_conf: str | None = field(default=None, repr=False)  # content of a generated pip.conf secret
     aliases: bool = True  # tag and push the floating aliases too (publish moves them itself, last)
     require_archs: tuple[str, ...] = ()  # GPUs the image must carry code for, checked inside it
+    force: bool = False  # write into a non-empty output folder torchyard did not write
 
 
 @dataclass
@@ -55,7 +57,7 @@ def build(
     engine: Engine, plan: Plan, settings: BuildSettings, log: Log, registry: Registry | None = None
 ) -> list[Outcome]:
     targets = [plan.target(flavor) for flavor in settings.flavors]
-    write_context(plan, settings.out_dir)
+    write_context(plan, settings.out_dir, force=settings.force)
     buildx = engine.info().buildx  # says exactly what is missing before the first build
     registry = registry or Registry(settings.auth)
     outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]

@@ -14,6 +14,7 @@ from typing import Any
 
 from builder import __version__
 from builder.archs import Arch
+from builder.context_dir import walk_extension
 from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
@@ -208,7 +209,7 @@ def _template_context(
         "build_packages": ctx.build_packages(bases.system_python),
         "toolchain_packages": ctx.toolchain_packages(bases.system_python),
         "torch_index": ctx.torch_index(c, options),
-        "extra_pip": [safety.check("--pip", p, safety.PIP_REQUIREMENT, "numpy<2") for p in options.extra_pip],
+        "extra_pip": [ctx.unpinned(c, "--pip", p) for p in options.extra_pip],
         "requirements": options.requirements is not None,
         "nvcc": bool(nvcc) or (options.strategy is Strategy.CUDA_BASE and v.cuda is not None),
         "nvcc_pip": nvcc,
@@ -238,7 +239,7 @@ def _context_files(
     if options.requirements is not None:
         for line in options.requirements.splitlines():
             if line.strip() and not line.lstrip().startswith("#"):
-                safety.check("--requirements", line.strip(), safety.PIP_REQUIREMENT, "numpy<2")
+                ctx.unpinned(c, "--requirements", line.strip())
         files["requirements.txt"] = options.requirements.encode()
     for path in sorted(SMOKE_DIR.glob("*.py")):
         files[f"smoke/{path.name}"] = path.read_bytes()
@@ -256,53 +257,14 @@ def _content_hash(
         h.update(f"\0arg:{key}={value}".encode())
     for name, data in files:
         h.update(f"\0file:{name}:{len(data)}\0".encode() + data)
-    for name, root in ext_dirs:
-        for path in sorted(p for p in root.rglob("*") if p.is_file()):
-            data = path.read_bytes()
-            h.update(f"\0file:{name}/{path.relative_to(root)}:{len(data)}\0".encode() + data)
+    for name, root in ext_dirs:  # what write_context copies: the same walk, the same refusals
+        for node in walk_extension(root):
+            if node.kind == "file":
+                data = (root / node.rel).read_bytes()[: node.size]
+                h.update(f"\0file:{name}/{node.rel}:{len(data)}\0".encode() + data)
+            elif node.kind == "link":
+                h.update(f"\0link:{name}/{node.rel}->{node.target}\0".encode())
     return h.hexdigest()
-
-
-def check_extension_dir(path: Path) -> None:
-    if not path.is_dir():
-        raise RenderError(f"--extension {path}: not a directory with a setup.py or pyproject.toml")
-    if not ((path / "setup.py").is_file() or (path / "pyproject.toml").is_file()):
-        raise RenderError(f"--extension {path}: no setup.py or pyproject.toml in it")
-
-
-_WRITTEN = ".torchyard-written"  # what the last write_context put here, so a re-render leaves nothing stale
-
-
-def write_context(plan: Plan, out_dir: Path) -> Path:
-    """Write the Dockerfile, context files and extension sources; returns the Dockerfile path.
-
-    Whatever an earlier render wrote to the same directory is removed first (logs and reports stay).
-    """
-    import shutil
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    record = out_dir / _WRITTEN
-    if record.exists():
-        for name in record.read_text().split("\n"):
-            path = out_dir / name
-            if name and path.is_dir():
-                shutil.rmtree(path)
-            elif name:
-                path.unlink(missing_ok=True)
-    written = ["Dockerfile", ".dockerignore"]
-    dockerfile = out_dir / "Dockerfile"
-    dockerfile.write_text(plan.dockerfile)
-    for name, data in plan.context_files:
-        path = out_dir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        written.append(name.split("/")[0])
-    for name, source in plan.extension_dirs:
-        shutil.copytree(source, out_dir / name, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-        written.append(name.split("/")[0])
-    (out_dir / ".dockerignore").write_text("plan.json\n*.log\nsmoke-*.json\n" + _WRITTEN + "\n")
-    record.write_text("\n".join(sorted(set(written))) + "\n")
-    return dockerfile
 
 
 def tag_refs(repo: str, target: TargetPlan) -> tuple[str, ...]:

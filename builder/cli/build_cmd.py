@@ -48,6 +48,7 @@ def build_cmd(
     registry_password_stdin: bool,
     gpus: str | None,
     output: str | None,
+    force: bool,
     dry_run: bool,
     verbose: bool,
     **kwargs: Any,
@@ -70,6 +71,7 @@ def build_cmd(
         verbose=verbose,
         auth=_auth(registry_user, registry_password_stdin),
         pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
+        force=force,
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")

@@ -40,6 +40,7 @@ _SHARED = (
     click.option(
         "-o", "--output", "output", metavar="DIR", help="Context, plan and logs (default: build/torchyard/<id>)."
     ),
+    click.option("--force", is_flag=True, help="Write into a non-empty folder torchyard did not write."),
 )
 
 

@@ -10,11 +10,12 @@ from typing import Any, TypeVar
 import click
 
 from builder import env
+from builder.context_dir import check_extension_dir
 from builder.errors import UsageError
 from builder.files import read_text
+from builder.redact import redact
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
-from builder.plan import check_extension_dir
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.query import known_arch
@@ -128,12 +129,32 @@ def _label(text: str) -> tuple[str, str]:
     return key, value
 
 
+_PROJECT = re.compile(r"[a-z0-9](?:[a-z0-9._-]{0,62}[a-z0-9])?", re.ASCII)
+
+
 def _extension(text: str) -> Extension:
-    """A directory (with setup.py / pyproject.toml) or a pip requirement."""
+    """A directory (with setup.py / pyproject.toml) or a pip requirement. Its name goes into COPY and RUN lines,
+    so it must be a plain project name (letters, digits, '.', '_', '-'): anything else is refused, not quoted."""
+    if not text:
+        raise UsageError("--extension: empty; give a folder with setup.py / pyproject.toml or a pip requirement")
     path = Path(text)
     if path.exists() or text.startswith((".", "/")):
         check_extension_dir(path)
-        name = path.resolve().name.replace("_", "-").lower()
-        return Extension(name=name, kind="path", spec=str(path.resolve()))
-    name = re.split(r"[=<>!~\[;@ ]", text, maxsplit=1)[0].lower()
-    return Extension(name=name, kind="pip", spec=text)
+        return Extension(name=_project(path.resolve().name, text), kind="path", spec=str(path.resolve()))
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        name = Requirement(text).name
+    except InvalidRequirement:
+        raise UsageError(f"--extension {redact(text)!r}: not a folder here, and not a pip requirement") from None
+    return Extension(name=_project(name, text), kind="pip", spec=text)
+
+
+def _project(name: str, given: str) -> str:
+    canonical = name.replace("_", "-").lower()
+    if not _PROJECT.fullmatch(canonical):
+        raise UsageError(
+            f"--extension {redact(given)!r}: its name {name!r} is not a plain project name (letters, digits, "
+            "'.', '_', '-'); rename the folder"
+        )
+    return canonical

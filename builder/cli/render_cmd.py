@@ -12,7 +12,8 @@ import click
 from builder import env
 from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
-from builder.plan import Plan, build_argv, plan_json, write_context
+from builder.context_dir import write_context
+from builder.plan import Plan, build_argv, plan_json
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
@@ -22,12 +23,14 @@ PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 @image_command_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON instead of the summary.")
 @click.pass_context
-def render_cmd(ctx: click.Context, /, target: str, output: str | None, repo: str, as_json: bool, **kwargs: Any) -> None:
+def render_cmd(
+    ctx: click.Context, /, target: str, output: str | None, repo: str, force: bool, as_json: bool, **kwargs: Any
+) -> None:
     """Write Dockerfile + build context + plan.json and print the docker build command."""
     _, _, chosen = prepare(ctx, kwargs, target)
     plan = chosen.plan
     out_dir = Path(output or f"build/torchyard/{plan.id}")
-    write_context(plan, out_dir)
+    write_context(plan, out_dir, force=force)
     data = plan_json(plan, repo, out_dir)
     (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
     if as_json:

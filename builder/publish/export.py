@@ -6,8 +6,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from builder.context_dir import write_context
 from builder.matrix.model import Matrix
-from builder.plan import Plan, make_plan, tag_refs, write_context
+from builder.plan import Plan, make_plan, tag_refs
 from builder.publish.items import Item
 
 HOSTED_RUNNER = "ubuntu-latest"

@@ -173,6 +173,7 @@ def _run_group(
                     gpus=settings.gpus,
                     aliases=False,
                     pip_conf=settings.pip_conf,
+                    force=True,  # publish made this group folder itself (its publish.log is already there)
                     require_archs=tuple(a.name for a in first.entry.require_archs),
                 ),
                 lambda line: print(line, file=group_log),

@@ -136,6 +136,26 @@ def constraints(c: Combination) -> str:
     return f"torch=={c.torch.version}\ntorchvision=={c.torch.torchvision}\ntorchaudio=={c.torch.torchaudio}\n"
 
 
+def unpinned(c: Combination, field: str, requirement: str) -> str:
+    """An extra requirement that is safe in a RUN line and does not contradict the pins: pip would refuse
+    `torch==1.0.0` against constraints.txt only in the build, minutes later."""
+    safety.check(field, requirement, safety.PIP_REQUIREMENT, "numpy<2")
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        parsed = Requirement(requirement)
+    except InvalidRequirement as exc:
+        raise RenderError(f"{field}: {requirement!r} is not a pip requirement ({exc})") from None
+    pins = {"torch": c.torch.version, "torchvision": c.torch.torchvision, "torchaudio": c.torch.torchaudio}
+    pinned = pins.get(parsed.name.lower().replace("_", "-"))
+    if pinned is not None and parsed.specifier and not parsed.specifier.contains(pinned, prereleases=True):
+        raise RenderError(
+            f"{field}: {requirement!r} contradicts the image's {parsed.name} {pinned} (pinned by constraints.txt); "
+            f"choose the release with --torch instead"
+        )
+    return requirement
+
+
 def torch_index(c: Combination, options: RenderOptions) -> str | None:
     if options.torch_index_url:
         # The URL is written into the Dockerfile (pip --index-url): credentials have no place there.

@@ -364,6 +364,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
     assert {p.name for p in out.iterdir()} == {
         ".dockerignore",
         ".torchyard-written",
+        ".torchyard.lock",
         "Dockerfile",
         "plan.json",
         "constraints.txt",

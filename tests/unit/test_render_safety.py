@@ -196,7 +196,10 @@ def test_the_cli_refuses_with_one_line_and_exit_code_2(
     cases = [
         (["--pip", "numpy; rm -rf /"], "--pip: 'numpy; rm -rf /' contains a space"),
         (["--label", "team=vi$ion"], "--label: 'vi$ion' contains '$' (shell substitution)"),
-        (["--extension", "flash-attn==2.7.4 $(id)"], "--extension: 'flash-attn==2.7.4 $(id)' contains a space"),
+        (
+            ["--extension", "flash-attn==2.7.4 $(id)"],
+            "--extension 'flash-attn==2.7.4 $(id)': not a folder here, and not a pip",
+        ),
         (["--user", "torch`id`"], "--user: 'torch`id`' contains a backtick"),
     ]
     for flags, message in cases:

@@ -12,9 +12,10 @@ import pytest
 from render_kit import combination, matrix, options
 
 from builder.cli.main import main
+from builder.context_dir import write_context
 from builder.errors import RenderError
 from builder.kinds import Flavor
-from builder.plan import Plan, build_argv, make_plan, plan_json, write_context
+from builder.plan import Plan, build_argv, make_plan, plan_json
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"

@@ -1,0 +1,193 @@
+"""The build context on disk: torchyard owns its output folder and writes nothing outside it.
+
+- It writes into an empty or new folder, or one it wrote before (its record, .torchyard-written, says so);
+  any other non-empty folder is refused unless --force.
+- Whatever it wrote last time is removed first, but only names the record lists that are plain names inside
+  the folder (the record is checked, not trusted); logs and reports stay.
+- Everything is staged in a temporary folder inside the output and moved into place; a failure leaves
+  nothing behind, and a lock lets renders into one folder run at the same time.
+- Extension folders are copied without following links: a link that stays inside the folder is kept as a
+  link, one that points out of it is refused (it could carry a private host file into the context), as are
+  named pipes, devices and sockets; the copy has a size limit.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import stat
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from builder.errors import RenderError, UsageError
+from builder.files import file_kind
+
+if TYPE_CHECKING:
+    from builder.plan import Plan
+
+RECORD = ".torchyard-written"  # what the last write put here, so a re-render leaves nothing stale
+LOCK = ".torchyard.lock"
+_STAGING = ".torchyard-staging-"
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}|\.dockerignore", re.ASCII)
+_IGNORED = ("build", "__pycache__", ".git")
+EXTENSION_LIMIT = 256 << 20  # bytes of source an extension folder may bring into the context
+EXTENSION_FILES = 20_000
+_DEPTH = 40
+
+
+@dataclass(frozen=True)
+class Node:
+    """One entry of an extension folder, by its path relative to the folder."""
+
+    rel: str
+    kind: str  # file | dir | link
+    size: int = 0
+    target: str = ""  # a link's target, relative, inside the folder
+
+
+def check_extension_dir(path: Path) -> None:
+    if not path.is_dir():
+        raise RenderError(f"--extension {path}: not a directory with a setup.py or pyproject.toml")
+    if not ((path / "setup.py").is_file() or (path / "pyproject.toml").is_file()):
+        raise RenderError(f"--extension {path}: no setup.py or pyproject.toml in it")
+
+
+def walk_extension(root: Path) -> list[Node]:
+    """Every entry to copy, checked: no link out of the folder, no special file, within the limits."""
+    found: list[Node] = []
+    total = 0
+    for node in _walk(root, root.resolve(), "", 0):
+        total += node.size
+        found.append(node)
+        if total > EXTENSION_LIMIT or len(found) > EXTENSION_FILES:
+            raise RenderError(
+                f"--extension {root}: more than {EXTENSION_LIMIT >> 20} MiB or {EXTENSION_FILES} files of source"
+            )
+    return found
+
+
+def _walk(folder: Path, real_root: Path, prefix: str, depth: int) -> Iterator[Node]:
+    if depth > _DEPTH:
+        raise RenderError(f"--extension {real_root}: folders nest more than {_DEPTH} deep at {prefix}")
+    with os.scandir(folder) as entries:
+        for entry in sorted(entries, key=lambda e: e.name):
+            if entry.name in _IGNORED or entry.name.endswith(".egg-info"):
+                continue
+            rel = f"{prefix}{entry.name}"
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                yield _link(entry.path, real_root, rel)
+            elif stat.S_ISDIR(info.st_mode):
+                yield Node(rel, "dir")
+                yield from _walk(Path(entry.path), real_root, rel + "/", depth + 1)
+            elif stat.S_ISREG(info.st_mode):
+                yield Node(rel, "file", info.st_size)
+            else:
+                raise RenderError(f"--extension {real_root}: {rel} is {file_kind(info.st_mode)}, not a file to copy")
+
+
+def _link(path: str, real_root: Path, rel: str) -> Node:
+    target = os.readlink(path)
+    resolved = Path(os.path.realpath(path))
+    if not resolved.is_relative_to(real_root) or os.path.isabs(target):
+        raise RenderError(
+            f"--extension {real_root}: {rel} links to {target}, outside the folder; copy the file in instead"
+        )
+    return Node(rel, "link", 0, target)
+
+
+def write_context(plan: Plan, out_dir: Path, *, force: bool = False) -> Path:
+    """Write the Dockerfile, context files and extension sources; returns the Dockerfile path."""
+    _prepare(out_dir, force)
+    with _locked(out_dir):
+        staging = Path(tempfile.mkdtemp(prefix=_STAGING, dir=out_dir))
+        try:
+            written = _stage(plan, staging)
+            _remove_recorded(out_dir)
+            for name in written:
+                _clear(out_dir / name)  # a name this write owns now (the folder is ours, or --force said so)
+                os.replace(staging / name, out_dir / name)
+            (out_dir / RECORD).write_text("\n".join(sorted(written)) + "\n")
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return out_dir / "Dockerfile"
+
+
+def _prepare(out_dir: Path, force: bool) -> None:
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"-o {out_dir}: exists and is not a folder")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    ours = (out_dir / RECORD).is_file() or (out_dir / LOCK).exists()
+    others = [p.name for p in out_dir.iterdir() if not p.name.startswith(_STAGING)]
+    if others and not ours and not force:
+        raise UsageError(
+            f"-o {out_dir}: a folder torchyard did not write, and not empty ({', '.join(sorted(others)[:3])}"
+            f"{' ...' if len(others) > 3 else ''}): give an empty or new folder, or --force"
+        )
+
+
+@contextmanager
+def _locked(out_dir: Path) -> Iterator[None]:
+    fd = os.open(out_dir / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _stage(plan: Plan, staging: Path) -> list[str]:
+    (staging / "Dockerfile").write_text(plan.dockerfile)
+    for name, data in plan.context_files:
+        path = staging / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for name, source in plan.extension_dirs:
+        _copy_extension(source, staging / name)
+    (staging / ".dockerignore").write_text("plan.json\n*.log\nsmoke-*.json\n" + RECORD + "\n" + LOCK + "\n")
+    return sorted(p.name for p in staging.iterdir())
+
+
+def _copy_extension(source: Path, dest: Path) -> None:
+    dest.mkdir(parents=True)
+    for node in walk_extension(source):
+        path = dest / node.rel
+        if node.kind == "dir":
+            path.mkdir()
+        elif node.kind == "link":
+            path.symlink_to(node.target)
+        else:
+            _copy_file(source / node.rel, path, node.size)
+
+
+def _copy_file(source: Path, dest: Path, size: int) -> None:
+    """The regular file walked, opened without following a link swapped in since, no more than its size."""
+    fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise RenderError(f"--extension: {source} changed while it was copied")
+        dest.write_bytes(handle.read(size + 1)[:size])
+
+
+def _clear(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def _remove_recorded(out_dir: Path) -> None:
+    """Remove what the last write recorded: plain names directly inside out_dir, nothing else."""
+    record = out_dir / RECORD
+    if not record.is_file() or record.is_symlink():
+        return
+    text = record.read_text(errors="replace")[:65536]
+    for name in text.split("\n"):
+        if _PLAIN.fullmatch(name) and name not in (RECORD, LOCK):
+            _clear(out_dir / name)
