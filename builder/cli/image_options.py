@@ -13,9 +13,9 @@ from builder import env
 from builder.context_dir import check_extension_dir
 from builder.errors import UsageError
 from builder.files import read_text
-from builder.redact import redact
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
+from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.query import known_arch
