@@ -53,9 +53,9 @@ def arch(name: str) -> Arch:
     return known_arch(matrix(), name)
 
 
-def addone() -> Extension:
-    """examples/addone as `--extension examples/addone` names it."""
-    return Extension(name="addone", kind="path", spec=str(EXAMPLE_EXTENSION))
+def addone(folder: Path = EXAMPLE_EXTENSION) -> Extension:
+    """examples/addone (or a copy of it) as `--extension <folder>` names it."""
+    return Extension(name=folder.name.replace("_", "-"), kind="path", spec=str(folder))
 
 
 def options(strategy: Strategy = Strategy.WHEELS, **kwargs: Any) -> RenderOptions:
