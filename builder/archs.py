@@ -10,7 +10,7 @@ from typing import Literal
 from builder.errors import UsageError
 
 Suffix = Literal["", "a", "f"]
-_ARCH_RE = re.compile(r"^(?:sm_?|compute_?)?(\d{1,2})\.?(\d)([af]?)$")
+_ARCH_RE = re.compile(r"^(?:sm_?|compute_?)?(\d{1,2})\.?(\d)([af]?)$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)

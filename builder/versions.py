@@ -11,8 +11,8 @@ from packaging.version import InvalidVersion, Version
 
 from builder.errors import UsageError
 
-_RELEASE_RE = re.compile(r"^\d+(\.\d+){0,3}$")
-_DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$")
+_RELEASE_RE = re.compile(r"^\d+(\.\d+){0,3}$", re.ASCII)
+_DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$", re.ASCII)
 _SPEC_OPS = ("==", "!=", "<=", ">=", "~=", "<", ">")
 
 

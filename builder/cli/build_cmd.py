@@ -3,37 +3,24 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
 
-from builder import env
 from builder.cli.common import image_command_options, prepare
-from builder.engine import DockerEngine, RegistryAuth
-from builder.errors import UsageError
+from builder.cli.registry_flags import registry_auth, registry_options
+from builder.engine import DockerEngine
 from builder.kinds import Flavor, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_argv, plan_json, tag_refs
-
-ENV_REGISTRY_USER = env.REGISTRY_USER
-ENV_REGISTRY_PASSWORD = env.REGISTRY_PASSWORD
 
 
 @click.command("build")
 @image_command_options
 @click.option("--push", is_flag=True, help="Push the tags after the smoke suite passed.")
-@click.option(
-    "--registry-user",
-    envvar=ENV_REGISTRY_USER,
-    metavar="USER",
-    help=f"Registry user (env {ENV_REGISTRY_USER}); the password comes from ${ENV_REGISTRY_PASSWORD}"
-    " or --registry-password-stdin.",
-)
-@click.option("--registry-password-stdin", is_flag=True, help="Read the registry password from stdin.")
+@registry_options
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks on these GPUs.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
@@ -55,6 +42,7 @@ def build_cmd(
 ) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
     gpus = parse_gpus(gpus)
+    auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
     _, options, chosen = prepare(ctx, kwargs, target)
     plan, flavors = chosen.plan, chosen.flavors
     out_dir = Path(output or f"build/torchyard/{plan.id}")
@@ -69,24 +57,13 @@ def build_cmd(
         push=push,
         gpus=gpus,
         verbose=verbose,
-        auth=_auth(registry_user, registry_password_stdin),
+        auth=auth,
         pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
         force=force,
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
     _summary(outcomes)
-
-
-def _auth(user: str | None, from_stdin: bool) -> RegistryAuth | None:
-    password = sys.stdin.readline().rstrip("\n") if from_stdin else os.environ.get(ENV_REGISTRY_PASSWORD)
-    if user and not password:
-        raise UsageError(
-            f"--registry-user {user}: no password (set ${ENV_REGISTRY_PASSWORD} or use --registry-password-stdin)"
-        )
-    if password and not user:
-        raise UsageError("a registry password without --registry-user")
-    return RegistryAuth(user, password) if user and password else None
 
 
 def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, push: bool) -> None:

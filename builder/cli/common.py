@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import click
 
 from builder.cli.image_options import image_options, render_options_of
-from builder.cli.options import any_host_option, combination_options, matrix_of, raw_query_of, repository
+from builder.cli.options import any_host_option, combination_options, folder, matrix_of, raw_query_of, repository
 from builder.kinds import Target, parse_choice
 from builder.matrix.model import Matrix
 from builder.render.options import RenderOptions
@@ -38,7 +38,12 @@ _SHARED = (
         help="Image repository.",
     ),
     click.option(
-        "-o", "--output", "output", metavar="DIR", help="Context, plan and logs (default: build/torchyard/<id>)."
+        "-o",
+        "--output",
+        "output",
+        metavar="DIR",
+        callback=folder,
+        help="Context, plan and logs (default: build/torchyard/<id>).",
     ),
     click.option("--force", is_flag=True, help="Write into a non-empty folder torchyard did not write."),
 )

@@ -10,8 +10,29 @@ from builder.matrix import load_matrix
 from builder.matrix.show import KINDS, grid, show
 from builder.resources import default_matrix_path
 
+# Subcommands defined elsewhere load on use: `torchyard matrix list` never imports the builder or a registry client.
+_LAZY = {
+    "publish": "builder.cli.publish_cmd:matrix_publish_cmd",
+    "ci": "builder.cli.publish_cmd:matrix_ci_cmd",
+}
 
-@click.group("matrix")
+
+class _MatrixGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *_LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in _LAZY:
+            return super().get_command(ctx, cmd_name)
+        import importlib
+
+        module, attr = _LAZY[cmd_name].split(":")
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group("matrix", cls=_MatrixGroup)
 def matrix_group() -> None:
     """Inspect and check matrix.toml."""
 
@@ -66,14 +87,3 @@ def list_cmd(ctx: click.Context) -> None:
     """A grid of torch releases x CUDA variants (* PyPI default, + published)."""
     headers, rows = grid(matrix_of(ctx))
     click.echo(table(headers, rows))
-
-
-def _register_publish_commands() -> None:
-    # Loaded with `torchyard matrix`: the publish set and its CI exports live beside the facts.
-    from builder.cli.publish_cmd import matrix_ci_cmd, matrix_publish_cmd
-
-    matrix_group.add_command(matrix_publish_cmd)
-    matrix_group.add_command(matrix_ci_cmd)
-
-
-_register_publish_commands()

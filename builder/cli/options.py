@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from builder import env
+from builder.errors import UsageError
 from builder.matrix import Matrix, load_matrix
 from builder.resolve.query import Query, RawQuery, parse_query
 
@@ -97,6 +98,14 @@ def repository(ctx: click.Context, param: click.Parameter, value: str | None) ->
     from builder.names import check_repository
 
     return None if value is None else check_repository(value, f"--{(param.name or '').replace('_', '-')}")
+
+
+def folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An output folder flag: an empty value is a mistake, not "the current folder"."""
+    if value is not None and not value.strip():
+        flag = max(param.opts, key=len) if param.opts else "-o"
+        raise UsageError(f"{flag}: empty; give a folder")
+    return value
 
 
 def image_reference(ctx: click.Context, param: click.Parameter, value: str) -> str:

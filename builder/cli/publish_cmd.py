@@ -7,11 +7,10 @@ from pathlib import Path
 
 import click
 
-from builder import env
-from builder.cli.build_cmd import _auth
 from builder.cli.image_options import refresh_option
-from builder.cli.options import matrix_of, repository
+from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import emit_json, table
+from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import UsageError
 from builder.kinds import parse_gpus
 from builder.matrix.model import Matrix
@@ -33,9 +32,8 @@ DEFAULT_REPO = "torchyard"
 @click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
 @click.option("--report", "report_path", metavar="FILE", help="Write a JSON report.")
-@click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR")
-@click.option("--registry-user", envvar=env.REGISTRY_USER, metavar="USER")
-@click.option("--registry-password-stdin", is_flag=True)
+@click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR", callback=folder)
+@registry_options
 @refresh_option
 @click.pass_context
 def publish_cmd(
@@ -65,11 +63,12 @@ def publish_cmd(
     network = resolve_network(NetworkFlags())
     items, excluded = expand(m, network, refresh)
     items = select(items, only)
+    if aliases_only and (no_aliases or no_push):
+        raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
+    auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
     if dry_run:
         _dry_run(m, items, [e for e in excluded if not only], repo)
         return
-    if aliases_only and (no_aliases or no_push):
-        raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
     settings = PublishSettings(
         repo=repo,
         out_root=Path(output),
@@ -78,7 +77,7 @@ def publish_cmd(
         push=not no_push,
         aliases=not no_aliases,
         aliases_only=aliases_only,
-        auth=_auth(registry_user, registry_password_stdin),
+        auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
     )
     click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
@@ -152,6 +151,7 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
     "-o",
     "--output",
     "output",
+    callback=folder,
     default="build/bake",
     show_default=True,
     metavar="DIR",

@@ -59,7 +59,7 @@ _TOP = (
     "gpu_product",
     "publish",
 )
-_TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$")
+_TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
 
 
 def load_matrix(path: Path | str | None = None) -> Matrix:
@@ -349,9 +349,9 @@ def _python_list(value: Any) -> tuple[str, ...]:
     return tuple(str(r.minor_version(item)) for item in r.text_list(value))
 
 
-_VARIANT_NAME = re.compile(r"^(cpu|cu\d{3})$")
-_TOOLKIT_PIN = re.compile(r"^cuda-toolkit==(\d+\.\d+\.\d+)$")
-_LOCAL = re.compile(r"^(none|[a-z0-9]+)$")
+_VARIANT_NAME = re.compile(r"^(cpu|cu\d{3})$", re.ASCII)
+_TOOLKIT_PIN = re.compile(r"^cuda-toolkit==(\d+\.\d+\.\d+)$", re.ASCII)
+_LOCAL = re.compile(r"^(none|[a-z0-9]+)$", re.ASCII)
 
 
 def _variant(e: Entry) -> TorchVariant:

@@ -133,6 +133,7 @@ def _check_archs(m: Matrix, ctx: Context) -> None:
             )
         if info.renamed_to is not None and info.renamed_to not in names:
             _unknown(ctx, ("arch", i, "renamed_to"), f"{label}.renamed_to", "architecture", info.renamed_to, names)
+        _check_rename_chain(m, ctx, i, info)
         for key, listed in (
             ("gpus", info.gpus),
             ("datacenter_gpus", info.datacenter_gpus),
@@ -144,6 +145,18 @@ def _check_archs(m: Matrix, ctx: Context) -> None:
                         ("arch", i, key), f"{label}.{key}", f"GPU {gpu!r} is also listed under {gpus[gpu.lower()]}"
                     )
                 gpus[gpu.lower()] = info.name
+
+
+def _check_rename_chain(m: Matrix, ctx: Context, i: int, info: ArchInfo) -> None:
+    """renamed_to leads to an architecture that keeps its name, never back to where it started."""
+    renames = {a.name: a.renamed_to for a in m.archs}
+    seen, name = [info.name], info.renamed_to
+    while name is not None:
+        if name in seen:
+            chain = " -> ".join([*seen, name])
+            ctx.fail(("arch", i, "renamed_to"), f"arch[{info.name}].renamed_to", f"renames go round: {chain}")
+        seen.append(name)
+        name = renames.get(name)
 
 
 def _check_torch(m: Matrix, ctx: Context, i: int, release: TorchRelease, ix: _Index) -> None:

@@ -12,7 +12,7 @@ from builder.archs import Arch
 from builder.matrix.model import ArchInfo, Companion, CudaImage, CudnnRange, Matrix
 from builder.versions import Driver, minor_of
 
-_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_")
+_MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_", re.ASCII)
 # PEP 513 / 571 / 599 legacy aliases for the glibc they require.
 _LEGACY_MANYLINUX = {"manylinux1": Version("2.5"), "manylinux2010": Version("2.12"), "manylinux2014": Version("2.17")}
 

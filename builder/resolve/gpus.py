@@ -21,7 +21,7 @@ _NOISE = frozenset(
     {"nvidia", "geforce", "tesla", "gpu", "laptop", "notebook", "mobile", "pcie", "sxm", "sxm2", "sxm3", "sxm4"}
     | {"sxm5", "sxm6", "nvl", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "graphics", "card", "the", "mig"}
 )
-_MEMORY = re.compile(r"^\d+(gb|g|gib)$")
+_MEMORY = re.compile(r"^\d+(gb|g|gib)$", re.ASCII)
 _KIND_ORDER = (GpuClass.CONSUMER, GpuClass.DATACENTER, GpuClass.EMBEDDED)
 
 
