@@ -123,8 +123,9 @@ def _prepare(out_dir: Path, force: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir}: exists and is not a folder")
     out_dir.mkdir(parents=True, exist_ok=True)
-    ours = (out_dir / RECORD).is_file() or (out_dir / LOCK).exists()
-    others = [p.name for p in out_dir.iterdir() if not p.name.startswith(_STAGING)]
+    names = [p.name for p in out_dir.iterdir()]  # one listing: a render running beside this one may be writing
+    ours = RECORD in names or LOCK in names
+    others = [n for n in names if not n.startswith(_STAGING) and n != LOCK]
     if others and not ours and not force:
         raise UsageError(
             f"-o {out_dir}: a folder torchyard did not write, and not empty ({', '.join(sorted(others)[:3])}"
