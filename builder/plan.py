@@ -303,6 +303,7 @@ def build_argv(
 def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[str, Any]:
     """The machine-readable plan (no secret content: secrets appear by id and source only)."""
     return {
+        "schema": 1,
         "id": plan.id,
         "strategy": plan.strategy.value,
         "arch_list": [a.name for a in plan.archs],

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from builder.cli.options import matrix_of
-from builder.cli.output import emit_json, table
+from builder.cli.output import document, emit_json, table
 from builder.matrix import load_matrix
 from builder.matrix.show import KINDS, grid, show
 from builder.resources import default_matrix_path
@@ -38,13 +38,18 @@ def matrix_group() -> None:
 
 
 @matrix_group.command("check")
-@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.argument("file", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the counts as one JSON object.")
 @click.pass_context
-def check_cmd(ctx: click.Context, file: str | None) -> None:
+def check_cmd(ctx: click.Context, file: str | None, as_json: bool) -> None:
     """Validate FILE (default: the matrix in use): syntax, keys, versions, references, contradictions."""
     path = file or (ctx.find_root().obj or {}).get("matrix") or str(default_matrix_path())
     m = load_matrix(path)
     variants = sum(len(t.variants) for t in m.torch)
+    if as_json:
+        counts = {"cuda": len(m.cuda), "archs": len(m.archs), "torch": len(m.torch), "variants": variants}
+        emit_json(document({"file": str(path), "ok": True} | counts | {"os": len(m.os), "sources": len(m.sources)}))
+        return
     click.echo(
         f"{path}: ok ({len(m.cuda)} CUDA releases, {len(m.archs)} architectures, "
         f"{len(m.torch)} torch releases / {variants} variants, {len(m.os)} OS bases, "
@@ -61,7 +66,7 @@ def show_cmd(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
     """One entry: torch 2.5.1 | cuda 12.4 | arch sm_89 | cudnn 9.1.0.70 | os debian12."""
     data = show(matrix_of(ctx), kind, name)
     if as_json:
-        emit_json(data)
+        emit_json(document(data))
         return
     for key, value in data.items():
         if isinstance(value, list) and value and isinstance(value[0], dict):
@@ -82,8 +87,23 @@ def _fmt(value: object) -> str:
 
 
 @matrix_group.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the grid as one JSON object.")
 @click.pass_context
-def list_cmd(ctx: click.Context) -> None:
+def list_cmd(ctx: click.Context, as_json: bool) -> None:
     """A grid of torch releases x CUDA variants (* PyPI default, + published)."""
-    headers, rows = grid(matrix_of(ctx))
+    m = matrix_of(ctx)
+    if as_json:
+        releases = [
+            {
+                "torch": str(t.version),
+                "pypi_default": t.pypi_default,
+                "variants": [v.name for v in t.variants],
+                "python": list(t.python),
+                "platforms": {w.platform.value: w.pypi_default for w in t.wheels},
+            }
+            for t in reversed(m.torch)
+        ]
+        emit_json(document({"releases": releases}, total_of="releases"))
+        return
+    headers, rows = grid(m)
     click.echo(table(headers, rows))

@@ -16,5 +16,16 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
+SCHEMA = 1  # the version of every JSON document torchyard prints or writes (docs/schemas.md)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def document(data: dict[str, Any], total_of: str | None = None) -> dict[str, Any]:
+    """A JSON document as scripts get it: an object with a schema version first (and a list's total)."""
+    head: dict[str, Any] = {"schema": SCHEMA}
+    if total_of is not None:
+        head["total"] = len(data[total_of])
+    return head | data

@@ -9,7 +9,7 @@ import click
 
 from builder.cli.image_options import refresh_option
 from builder.cli.options import folder, matrix_of, repository
-from builder.cli.output import emit_json, table
+from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import UsageError
 from builder.kinds import parse_gpus
@@ -114,12 +114,11 @@ def _first_line(text: str) -> str:
 
 def _list(items: list[Item], excluded: list[Excluded], *, as_json: bool) -> None:
     if as_json:
-        emit_json(
-            {
-                "items": [{"id": i.id, "entry": i.entry.name} for i in items],
-                "excluded": [{"id": e.id, "entry": e.entry, "reason": e.reason} for e in excluded],
-            }
-        )
+        listed = {
+            "items": [{"id": i.id, "entry": i.entry.name} for i in items],
+            "excluded": [{"id": e.id, "entry": e.entry, "reason": e.reason} for e in excluded],
+        }
+        emit_json(document(listed, total_of="items"))
         return
     click.echo(table(["ITEM", "ENTRY"], [[i.id, i.entry.name] for i in items]))
     for e in excluded:

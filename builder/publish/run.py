@@ -77,6 +77,8 @@ class Report:
         for item in self.items:
             counts[item.status] += 1
         return {
+            "schema": 1,
+            "total": len(self.items),
             "summary": dict(counts) | {"seconds": round(self.seconds, 1)},
             "items": [vars(i) for i in self.items],
             "aliases": [vars(a) for a in self.aliases],

@@ -1,0 +1,124 @@
+"""docs/schemas.md and the JSON the commands print agree: every key path the document lists for a command is in
+that command's output, and every document starts with its schema version."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_engine import Contents, FakeEngine
+from host_kit import DOCKER_WITH_TOOLKIT, RTX4090_535, machine
+from matrix_kit import real
+
+import builder.engine
+from builder.cli.doctor_cmd import as_data
+from builder.cli.main import main
+from builder.engine import ImageInfo
+from builder.host.doctor import diagnose
+from builder.host.probe import probe
+from builder.host.runtime import read_runtime
+from builder.publish.run import ItemResult, Report
+from builder.resolve.facts import Facts
+from builder.resolve.query import RawQuery
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "schemas.md"
+_PATH = re.compile(r"^[a-z_]+(?:\[\])?(?:\.[a-z_]+(?:\[\])?)*$")
+M = real()
+
+
+def sections() -> dict[str, list[str]]:
+    """Heading (the command, as written) -> the key paths its table lists."""
+    found: dict[str, list[str]] = {}
+    current = None
+    for line in DOC.read_text().splitlines():
+        if line.startswith("## "):
+            current = line[3:].strip()
+            found[current] = []
+        elif current and line.startswith("| `"):
+            first = line.split("|")[1]
+            found[current] += [p for p in re.findall(r"`([^`]+)`", first) if _PATH.match(p)]
+    return found
+
+
+def has_path(data: Any, path: str) -> bool:
+    head, _, rest = path.partition(".")
+    listed = head.endswith("[]")
+    key = head.removesuffix("[]")
+    if not isinstance(data, dict) or key not in data:
+        return False
+    value = data[key]
+    if listed:
+        if not isinstance(value, list) or not value:
+            return False
+        return all(has_path(item, rest) for item in value) if rest else True
+    return has_path(value, rest) if rest else True
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    with pytest.raises(SystemExit):
+        main(list(argv))
+    data: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return data
+
+
+def _doctor(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    system = machine(RTX4090_535, driver="535.104.05")
+    d = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(), "torchyard")
+    return as_data(d, Facts(M))
+
+
+def _inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    observed = {"torch": "2.5.1+cu124", "cuda": "12.4", "cudnn": 90100, "nccl": "2.21.5", "python": "3.11",
+                "os": "ubuntu22.04", "torch_arch_list": ["sm_80", "sm_86", "sm_90"]}  # fmt: skip
+    fake = FakeEngine({"probe": Contents({}, observed)})
+    fake.images["sha256:f"] = ImageInfo(id="sha256:f", labels={}, tags=(), digests=(), size=1)
+    fake.tags["other/torch:1"] = "sha256:f"
+    fake.built_target["sha256:f"] = "probe"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(builder.engine, "DockerEngine", lambda: fake)
+        return cli(capsys, "inspect", "other/torch:1", "--driver", "550", "--gpu", "RTX 4090", "--json")
+
+
+def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    items = [ItemResult("torch2.14.1-cu130-py3.11-debian12-runtime", "built", "r:t", reason="")]
+    return Report(items, [], 1.0).as_json()
+
+
+RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]] = {
+    "`torchyard lookup --json`": lambda c, t: cli(c, "lookup", "--driver", "535", "--gpu", "RTX 4090", "--json"),
+    "`torchyard explain --json`": lambda c, t: cli(c, "explain", "--gpu", "RTX 4090", "--json"),
+    "`torchyard doctor --json`": _doctor,
+    "`torchyard inspect IMAGE --json`": _inspect,
+    "`torchyard matrix show KIND NAME --json`": lambda c, t: cli(c, "matrix", "show", "torch", "2.14.1", "--json"),
+    "`torchyard matrix list --json`": lambda c, t: cli(c, "matrix", "list", "--json"),
+    "`torchyard matrix check --json`": lambda c, t: cli(c, "matrix", "check", "--json"),
+    "`torchyard matrix publish --json`": lambda c, t: cli(c, "matrix", "publish", "--json"),
+    "`torchyard render --json` (and plan.json)": lambda c, t: cli(c, "render", "-o", str(t / "r"), "--json"),
+    "`torchyard publish --report FILE`": _publish_report,
+}
+
+
+def test_every_documented_command_is_tested() -> None:
+    assert set(sections()) == set(RUNNERS)
+
+
+def test_a_path_the_output_lacks_is_caught() -> None:
+    data = {"schema": 1, "results": [{"id": "a"}, {"id": "b", "torch": "2"}], "reasons": []}
+    assert has_path(data, "results[].id")
+    assert not has_path(data, "results[].torch")  # one element lacks it
+    assert not has_path(data, "reasons[].reason")  # an empty list proves nothing
+    assert not has_path(data, "total")
+
+
+@pytest.mark.parametrize("heading", list(RUNNERS))
+def test_the_output_has_every_documented_key(heading: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = RUNNERS[heading](capsys, tmp_path)
+    assert next(iter(data)) == "schema" and data["schema"] == 1
+    paths = sections()[heading]
+    assert paths, heading
+    missing = [p for p in paths if not has_path(data, p)]
+    assert missing == [], heading
