@@ -11,7 +11,7 @@ from builder.cli.image_options import refresh_option
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
-from builder.errors import UsageError
+from builder.errors import BuildError, UsageError
 from builder.kinds import parse_gpus
 from builder.matrix.model import Matrix
 from builder.plan import make_plan
@@ -93,8 +93,8 @@ def publish_cmd(
             + (f" -> {alias.target}" if alias.target else "")
             + (f" ({alias.reason})" if alias.reason else "")
         )
-    if report.failed:
-        raise SystemExit(1)
+    if report.failed:  # an image failed its build or smoke suite: the README's code for that (the rest went on)
+        raise SystemExit(BuildError.exit_code)
 
 
 def _dry_run(m: Matrix, items: list[Item], excluded: list[Excluded], repo: str) -> None:
