@@ -119,10 +119,21 @@ def write_context(plan: Plan, out_dir: Path, *, force: bool = False) -> Path:
     return out_dir / "Dockerfile"
 
 
-def _prepare(out_dir: Path, force: bool) -> None:
+def check_output(out_dir: Path, force: bool) -> None:
+    """What write_context would refuse, without writing anything (dry runs check it too)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"-o {out_dir}: exists and is not a folder")
+    if out_dir.is_dir():
+        _check_ours(out_dir, force)
+
+
+def _prepare(out_dir: Path, force: bool) -> None:
+    check_output(out_dir, force)
     out_dir.mkdir(parents=True, exist_ok=True)
+    _check_ours(out_dir, force)
+
+
+def _check_ours(out_dir: Path, force: bool) -> None:
     names = [p.name for p in out_dir.iterdir()]  # one listing: a render running beside this one may be writing
     ours = RECORD in names or LOCK in names
     others = [n for n in names if not n.startswith(_STAGING) and n != LOCK]

@@ -19,6 +19,8 @@ _SECRET_PARAM = re.compile(
     r"|credential|credentials|x-amz-.*|x-goog-.*|sas|session|code)$"
 )
 _QUERY_PAIR = re.compile(r"([?&;])([^=&;#]+)=([^&;#]*)")
+# user:password@host without a scheme (a registry or index named bare): the credentials go, the host stays.
+_BARE_USERINFO = re.compile(r"(?<![\w/:@.*])[^\s'\"/@:*]+:[^\s'\"/@]+@(?=[A-Za-z0-9\[])")
 _HEADER = re.compile(r"(?i)\b(authorization|proxy-authorization|x-api-key)(\s*[:=]\s*)(\S+(?:\s+\S+)?)")
 _ARG = re.compile(r"(?i)(--(?:password|token|secret|api-key)[= ])(\S+)")
 
@@ -26,6 +28,7 @@ _ARG = re.compile(r"(?i)(--(?:password|token|secret|api-key)[= ])(\S+)")
 def redact(text: str) -> str:
     """`text` with every credential it carries replaced by ***."""
     text = _URL.sub(_redact_url, text)
+    text = _BARE_USERINFO.sub(f"{MASK}@", text)
     text = _HEADER.sub(lambda m: f"{m[1]}{m[2]}{MASK}", text)
     return _ARG.sub(lambda m: f"{m[1]}{MASK}", text)
 

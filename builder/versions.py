@@ -16,9 +16,14 @@ _DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$", re.ASCII)
 _SPEC_OPS = ("==", "!=", "<=", ">=", "~=", "<", ">")
 
 
+MAX_TEXT = 64  # longer than any version or range a person writes: refused, not echoed back
+
+
 @functools.cache
 def release(text: str) -> Version:
     """A plain dotted release (2.5.1, 12.4, 9.1.0.70); no pre-releases, no local parts."""
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"{len(text)} characters are too long for a version")
     if not _RELEASE_RE.match(text):
         raise ValueError(f"{text!r} is not a dotted version like 2.5.1")
     return Version(text)
@@ -108,6 +113,8 @@ def parse_driver(text: str, what: str = "--driver") -> Driver:
 def parse_spec(text: str, what: str) -> SpecifierSet:
     """A version spec: '2.5' means 2.5.*, '2.5.1' means exactly that, else a PEP 440 specifier set."""
     text = text.strip()
+    if len(text) > MAX_TEXT:
+        raise UsageError(f"{what}: {len(text)} characters are too long for a version or range")
     if _RELEASE_RE.match(text):
         return SpecifierSet(f"=={text}.*" if text.count(".") < 2 else f"=={text}")
     if text.startswith(_SPEC_OPS):

@@ -11,6 +11,7 @@ import click
 
 from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
+from builder.context_dir import check_output
 from builder.engine import DockerEngine
 from builder.kinds import Flavor, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
@@ -48,6 +49,7 @@ def build_cmd(
     out_dir = Path(output or f"build/torchyard/{plan.id}")
     click.echo(chosen.choice.describe())
     if dry_run:
+        check_output(out_dir, force)  # what the real run would refuse
         _dry_run(plan, flavors, repo, out_dir, push)
         return
     settings = BuildSettings(
