@@ -70,7 +70,7 @@ BAD_REPOS = {
     "substitution": "ghcr.io/org/$(id)",
     "credentials": f"user:{SECRET}@ghcr.io/org/torch",
 }
-REPO_COMMANDS = (
+REPO_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("render", "-o", "@out", "--repo"),
     ("build", "--dry-run", "-o", "@out", "--repo"),
     ("publish", "--dry-run", "--repo"),
@@ -87,8 +87,8 @@ def _repo_cases() -> Iterator[Case]:
     for label, value in {**BAD_REPOS, "upper-image": "Upper/Case:1", "bad-digest": "img@sha256:xyz"}.items():
         if value.startswith("a" * 10) or label == "bake-attributes":
             continue
-        for command in ("smoke", "inspect"):
-            yield Case(f"{command} image {label}", (command, value), 2)
+        for image_command in ("smoke", "inspect"):
+            yield Case(f"{image_command} image {label}", (image_command, value), 2)
 
 
 # --- files -------------------------------------------------------------------------------------------------
