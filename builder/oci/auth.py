@@ -14,9 +14,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from docker import auth as docker_auth
-from docker.errors import DockerException
-
 from builder.engine import RegistryAuth
 from builder.errors import PushError, UpstreamError
 from builder.net.http import Http
@@ -41,6 +38,9 @@ def parse_challenge(header: str | None) -> Challenge | None:
 def docker_login(host: str) -> RegistryAuth | None:
     """The user's `docker login` for host, as the docker CLI would find it ($DOCKER_CONFIG, credential
     helpers); None when there is none or it cannot be read (the registry then says what it refuses)."""
+    from docker import auth as docker_auth  # the docker SDK only where a login is looked up
+    from docker.errors import DockerException
+
     try:
         config = docker_auth.load_config()
         found = docker_auth.resolve_authconfig(config, None if host == DOCKER_HUB else host)
