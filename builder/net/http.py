@@ -31,7 +31,8 @@ R = TypeVar("R")
 @dataclass(frozen=True, kw_only=True)
 class Policy:
     timeout: float = 20.0  # seconds, per request (connect and each read)
-    retries: int = 4  # further attempts after the first, on 429/5xx and dropped connections
+    retries: int = 4  # further attempts after the first, on 429/5xx (the server is there, and busy)
+    connect_retries: int = 1  # further attempts on a failed connection or a timeout (rarely transient)
     backoff: float = 0.5  # first delay; doubles per attempt
     max_delay: float = 30.0  # no single wait is longer (a Retry-After too)
     budget: int | None = None  # network requests this client may send (None: unlimited)
@@ -48,6 +49,10 @@ class Unreachable(UpstreamError):
 
 
 class BudgetSpent(UpstreamError):
+    pass
+
+
+class TooLarge(UpstreamError):
     pass
 
 
@@ -123,6 +128,7 @@ class Http:
         self._sleep = sleep
         self._verify = verify
         self._local = threading.local()
+        self._dead: dict[str, str] = {}  # host -> why: once unreachable, not asked again by this client
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -137,9 +143,11 @@ class Http:
         params: Mapping[str, str | list[str]] | None = None,
         cache: CacheKind | None = None,
         allow_redirects: bool = True,
+        limit: int | None = None,
     ) -> Reply:
         """One request, retried on 429/5xx and dropped connections. A 4xx (and a 5xx that outlasts the
-        retries) comes back as a Reply; Unreachable when no answer came at all."""
+        retries) comes back as a Reply; Unreachable when no answer came at all. With `limit`, a body
+        longer than that many bytes is not read to its end: TooLarge (a server that ignores Range)."""
         headers = dict(headers or {})
         key = self._cache_key(method, url, headers, params) if cache is not None and self.cache else None
         if key is not None and self.cache is not None and cache is not None:
@@ -147,7 +155,7 @@ class Http:
             if stored is not None:
                 self.counters.add(cache_hits=1)
                 return Reply(stored.status, stored.headers, stored.body, stored.url, cached=True)
-        reply = self._send(method, url, headers, data, auth, params, allow_redirects)
+        reply = self._send(method, url, headers, data, auth, params, allow_redirects, limit)
         if key is not None and self.cache is not None and reply.status in (200, 206, 404):
             self.cache.put(key, Stored(reply.status, dict(reply.headers), reply.body, reply.url))
         return reply
@@ -185,9 +193,10 @@ class Http:
         auth: tuple[str, str] | None,
         params: Mapping[str, str | list[str]] | None,
         allow_redirects: bool,
+        limit: int | None = None,
     ) -> Reply:
-        response = self._attempts(method, url, headers, data, auth, params, allow_redirects)
-        body = response.content
+        response = self._attempts(method, url, headers, data, auth, params, allow_redirects, stream=limit is not None)
+        body = response.content if limit is None else _read_at_most(response, limit, url)
         self.counters.add(bytes=len(body))
         lowered = {name.lower(): value for name, value in response.headers.items()}
         return Reply(response.status_code, lowered, body, response.url or url)
@@ -205,7 +214,10 @@ class Http:
         stream: bool = False,
     ) -> requests.Response:
         host = urlsplit(url).netloc
+        failed = 0
         for attempt in range(self.policy.retries + 1):
+            if host in self._dead:  # another request (maybe in another thread) gave up on this host
+                raise Unreachable(host, self._dead[host])
             last = attempt == self.policy.retries
             self._spend(host)
             if hasattr(data, "seek"):  # a file body is sent again from its start
@@ -224,7 +236,9 @@ class Http:
                     stream=stream,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
-                if last:
+                failed += 1
+                if last or failed > self.policy.connect_retries:
+                    self._dead[host] = _reason(exc)
                     raise Unreachable(host, _reason(exc)) from None
                 self._wait(attempt, None)
                 continue
@@ -264,6 +278,21 @@ class Http:
     ) -> str:
         wanted = {k.lower(): v for k, v in headers.items() if k.lower() in ("accept", "range")}
         return repr((method, url, sorted(wanted.items()), sorted((params or {}).items())))
+
+
+def _read_at_most(response: requests.Response, limit: int, url: str) -> bytes:
+    chunks, size = [], 0
+    try:
+        for chunk in response.iter_content(65536):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise TooLarge(f"{url}: the answer is longer than the {limit} bytes asked for")
+    except requests.RequestException as exc:
+        raise Unreachable(urlsplit(url).netloc, _reason(exc)) from None
+    finally:
+        response.close()
+    return b"".join(chunks)
 
 
 def _reason(exc: Exception) -> str:

@@ -48,10 +48,27 @@ def test_a_4xx_is_not_retried() -> None:
 def test_a_timeout_is_retried_then_unreachable_names_host_and_reason() -> None:
     net = Net().route("GET", URL, requests.exceptions.ReadTimeout("read timed out"))
     with pytest.raises(Unreachable) as raised:
-        net.http(Policy(retries=2, workers=1)).get(URL)
+        net.http(Policy(retries=4, connect_retries=2, workers=1)).get(URL)
     assert str(raised.value) == "pypi.example is unreachable: ReadTimeout"
     assert isinstance(raised.value, UpstreamError) and raised.value.exit_code == 5
     assert len(net.sent) == 3
+
+
+def test_connection_failures_get_fewer_retries_than_a_busy_server() -> None:
+    net = Net().route("GET", URL, requests.ConnectionError("refused"))
+    with pytest.raises(Unreachable):
+        net.http(Policy(retries=4, workers=1)).get(URL)
+    assert (len(net.sent), net.waits) == (2, [0.5])
+
+
+def test_a_host_given_up_on_is_not_asked_again() -> None:
+    net = Net().on(lambda sent: requests.ConnectionError("refused") if "dead" in sent.url else Answer(200, b"ok"))
+    http = net.http()
+    for _ in range(3):
+        with pytest.raises(Unreachable, match=r"^dead\.example is unreachable: ConnectionError$"):
+            http.get("https://dead.example/x")
+    assert http.get(URL).body == b"ok"
+    assert [s.url for s in net.sent].count("https://dead.example/x") == 2
 
 
 def test_a_dropped_connection_then_success() -> None:

@@ -84,7 +84,7 @@ def plain(net: Net) -> Net:
 
 
 def registry(net: Net, auth: RegistryAuth | None = None) -> Registry:
-    return Registry(auth, client=Distribution(net.http(Policy(retries=2, workers=1)), auth))
+    return Registry(auth, client=Distribution(net.http(Policy(retries=2, connect_retries=2, workers=1)), auth))
 
 
 @pytest.fixture(autouse=True)
