@@ -117,14 +117,14 @@ class Http:
         policy: Policy | None = None,
         *,
         cache: DiskCache | None = None,
-        session_factory: Callable[[], requests.Session] = requests.Session,
+        session_factory: Callable[[], requests.Session] | None = None,
         sleep: Callable[[float], None] = time.sleep,
         verify: str | bool = True,
     ) -> None:
         self.policy = policy or Policy()
         self.cache = cache
         self.counters = Counters()
-        self._session_factory = session_factory
+        self._session_factory = session_factory or requests.Session
         self._sleep = sleep
         self._verify = verify
         self._local = threading.local()

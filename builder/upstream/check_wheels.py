@@ -191,14 +191,12 @@ def _pins(item: _Checked, metadata: dict[str, Metadata | str]) -> None:
                 outcomes[f"{pin.what} pin", status, _expected(pin), upstream].append(wheel.file.filename)
         if claim.requires_python is not None and not _same_python(claim, meta):
             upstream = f"Requires-Python: {meta.requires_python or 'none'}"
-            outcomes["Requires-Python", Status.DIFFERENT, str(claim.requires_python), upstream].append(
-                wheel.file.filename
-            )
+            key = ("Requires-Python", Status.DIFFERENT, str(claim.requires_python), upstream)
+            outcomes[key].append(wheel.file.filename)
     for (check, status, expected, upstream), files in outcomes.items():
         where = next((p.where for p in claim.pins if f"{p.what} pin" == check), None)
-        evidence = f"{upstream} in {files[0]} METADATA" + (
-            f" (and {len(files) - 1} more wheels)" if len(files) > 1 else ""
-        )
+        more = f" and {len(files) - 1} more wheels" if len(files) > 1 else ""
+        evidence = f"{upstream} (read from {files[0]} METADATA{more})"
         item.add(status, check, expected, evidence, where)
 
 

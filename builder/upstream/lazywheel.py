@@ -46,6 +46,7 @@ class _Remote:
     total: int = 0
     reads: int = 0
     whole: bytes | None = None  # the server ignored Range and sent it all
+    last: bytes = b""  # the tail already read: a small wheel's member often lies in it
 
     def tail(self, length: int) -> bytes:
         reply = self.http.get(self.url, headers={"Range": f"bytes=-{length}"}, cache=CacheKind.IMMUTABLE, limit=WHOLE)
@@ -59,6 +60,7 @@ class _Remote:
         if found is None:
             raise WheelError(f"{self.url} answered a range without its total size (Content-Range)")
         self.total = int(found[1])
+        self.last = reply.body
         return reply.body
 
     def read(self, start: int, length: int) -> bytes:
@@ -66,6 +68,9 @@ class _Remote:
             raise WheelError(f"{self.url}: the zip points outside the file (truncated or damaged)")
         if self.whole is not None:
             return self.whole[start : start + length]
+        tail_start = self.total - len(self.last)
+        if start >= tail_start:
+            return self.last[start - tail_start : start - tail_start + length]
         end = start + length - 1
         span = {"Range": f"bytes={start}-{end}"}
         reply = self.http.get(self.url, headers=span, cache=CacheKind.IMMUTABLE, limit=WHOLE)

@@ -63,6 +63,7 @@ class Answer:
 
 
 Handler = Callable[[Sent], Answer | Exception | None]
+_Session = requests.Session  # as imported: a test may monkeypatch requests.Session with Net.session
 
 
 class FakeAdapter(BaseAdapter):
@@ -153,7 +154,7 @@ class Net:
         return Answer(404, {"errors": [{"code": "NOT_FOUND"}]})
 
     def session(self) -> requests.Session:
-        session = requests.Session()
+        session = _Session()
         session.trust_env = False  # no proxies, no netrc from the host
         adapter = FakeAdapter(self)
         session.mount("http://", adapter)
