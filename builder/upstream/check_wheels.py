@@ -9,6 +9,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from builder.errors import UpstreamError
@@ -181,16 +182,17 @@ def _pins(item: _Checked, metadata: dict[str, Metadata | str]) -> None:
             outcomes["METADATA", Status.UNREACHABLE, "pins readable", meta].append(wheel.file.filename)
             continue
         applying = pins(meta, python, claim.platform)
-        if claim.kind == "torch" and claim.pins and not any(_CUDA_DEPENDENCY.fullmatch(n) for n in applying):
+        cuda = any(_CUDA_DEPENDENCY.fullmatch(n) for n in applying)
+        if claim.kind == "torch" and claim.pins and not cuda:
             text = "the wheel declares no CUDA dependencies (libraries bundled): pins cannot be read"
             outcomes["pins", Status.UNCHECKED, "-", text].append(wheel.file.filename)
             continue
         for pin in claim.pins:
-            status, upstream = _compare(pin, applying)
+            status, upstream = _compare(pin, applying, cuda)
             if status is not None:
                 outcomes[f"{pin.what} pin", status, _expected(pin), upstream].append(wheel.file.filename)
-        if claim.requires_python is not None and not _same_python(claim, meta):
-            upstream = f"Requires-Python: {meta.requires_python or 'none'}"
+        if claim.requires_python is not None and not _python_admitted(python, meta):
+            upstream = f"Requires-Python: {meta.requires_python} refuses Python {python}"
             key = ("Requires-Python", Status.DIFFERENT, str(claim.requires_python), upstream)
             outcomes[key].append(wheel.file.filename)
     for (check, status, expected, upstream), files in outcomes.items():
@@ -200,24 +202,45 @@ def _pins(item: _Checked, metadata: dict[str, Metadata | str]) -> None:
         item.add(status, check, expected, evidence, where)
 
 
-def _compare(pin: Pin, applying: dict[str, Requirement]) -> tuple[Status | None, str]:
+def _compare(pin: Pin, applying: dict[str, Requirement], cuda: bool) -> tuple[Status | None, str]:
     found = {name: req for name, req in applying.items() if re.fullmatch(pin.names, name)}
     texts = ", ".join(sorted(pin_text(r) for r in found.values()))
     if pin.expected is None:
         return (Status.UNRECORDED, texts) if found else (None, "")
+    if pin.universe:
+        return _accepts(pin, found)
     if not found:
+        if cuda:  # other CUDA packages are pinned, this one is not: the wheel carries it (NCCL in torch 1.13)
+            return Status.UNCHECKED, f"no {pin.what} package among the wheel's requirements (bundled?)"
         return Status.DIFFERENT, f"no requirement matching {pin.names}"
     same = all(same_spec(r.specifier, pin.expected) for r in found.values())
     return (Status.OK if same else Status.DIFFERENT), texts
+
+
+def _accepts(pin: Pin, found: dict[str, Requirement]) -> tuple[Status, str]:
+    """A companion's torch requirement, compared on the matrix's torch releases."""
+    assert pin.expected is not None
+    upstream = SpecifierSet(",".join(str(r.specifier) for r in found.values()))
+    text = ", ".join(sorted(pin_text(r) for r in found.values())) or f"no {pin.what} (any accepted)"
+    refused = [v for v in pin.universe if v in pin.expected and v not in upstream]
+    if refused:
+        return Status.DIFFERENT, f"{text}: refuses torch {_few(refused)}, which the matrix accepts"
+    more = [v for v in pin.universe if v not in pin.expected and v in upstream]
+    if more:
+        return Status.UNRECORDED, f"{text}: also accepts torch {_few(more)}"
+    return Status.OK, text
+
+
+def _few(versions: list[Version]) -> str:
+    shown = ", ".join(map(str, versions[:4]))
+    return shown + (f" and {len(versions) - 4} more" if len(versions) > 4 else "")
 
 
 def _expected(pin: Pin) -> str:
     return f"{pin.what} {pin.expected}" if pin.expected is not None else f"{pin.what}: not recorded"
 
 
-def _same_python(claim: WheelClaim, meta: Metadata) -> bool:
-    return (
-        meta.requires_python is not None
-        and claim.requires_python is not None
-        and same_spec(meta.requires_python, claim.requires_python)
-    )
+def _python_admitted(python: str, meta: Metadata) -> bool:
+    """The matrix's own Python range for a companion may be narrower than the wheel's Requires-Python (it
+    leaves out Pythons without wheels); drift is a claimed Python that the wheel refuses."""
+    return meta.requires_python is None or Version(f"{python}.0") in meta.requires_python

@@ -12,12 +12,13 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from builder.kinds import Platform
 from builder.matrix.locate import KeyPath, Locator
 from builder.matrix.model import Companion, Matrix, TorchRelease, TorchVariant
 from builder.resolve.combos import Combination
 from builder.resolve.report import index_url
 from builder.upstream.index import PYPI
-from builder.upstream.platforms import release_platforms, variant_platforms
+from builder.upstream.platforms import local_label, release_platforms, variant_key, variant_platforms
 from builder.upstream.wheels import glibc_floor
 
 
@@ -29,6 +30,9 @@ class Pin:
     names: str  # regular expression over canonical requirement names
     expected: SpecifierSet | None
     where: str
+    # Compared on these versions (the matrix's torch releases) rather than as text: drift only where the
+    # matrix accepts one that the wheel refuses; a wheel that accepts more is reported, not drift.
+    universe: tuple[Version, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,10 @@ def _variant_claims(
         if rp.platform not in variant_platforms(release, variant):
             continue
         on_pypi = variant.name == rp.pypi_default
-        url = PYPI if on_pypi else (index_url(Combination(release, variant, rp.python[0], m.os[0])) or PYPI)
-        version = release.version if on_pypi else Version(f"{release.version}+{variant.name}")
+        combination = Combination(release, variant, rp.python[0], m.os[0], rp.platform)
+        url = PYPI if on_pypi else (index_url(combination) or PYPI)
+        local = local_label(variant, rp.platform)
+        version = release.version if on_pypi or not local else Version(f"{release.version}+{local}")
         found.append(
             WheelClaim(
                 kind="torch",
@@ -98,7 +104,7 @@ def _variant_claims(
                 complete=on_pypi,
                 pins=_variant_pins(variant, where, vkey),
                 requires_python=None,
-                where=where(*rkey, *rp.key, "python") if on_pypi else where(*vkey),
+                where=where(*rkey, *rp.key, "python") if on_pypi else where(*vkey, *variant_key(rp.platform)),
             )
         )
     return found
@@ -131,27 +137,31 @@ def _companion_claims(m: Matrix, where: Where, torch: SpecifierSet | None) -> li
             paired = [r for r in m.torch if getattr(r, kind) == comp.version and (torch is None or r.version in torch)]
             if not paired:
                 continue
-            claims += _companion_on_pypi(comp, paired, where, (kind, k))
+            universe = tuple(r.version for r in m.torch)
+            claims += _companion_on_pypi(comp, paired, where, (kind, k), universe)
             claims += _companion_on_variant_indexes(m, comp, paired, where, (kind, k))
     return claims
 
 
-def _pythons(comp: Companion, releases: list[TorchRelease]) -> tuple[str, ...]:
+def _pythons(comp: Companion, releases: list[TorchRelease], platform: Platform) -> tuple[str, ...]:
     """The Pythons the images pair with this companion (those its own Requires-Python admits)."""
-    wanted = {p for r in releases for p in r.python}
+    wanted = {p for r in releases for w in r.wheels if w.platform is platform for p in w.python}
     admitted = [p for p in wanted if comp.python is None or Version(p) in comp.python]
     return tuple(sorted(admitted, key=lambda p: tuple(int(x) for x in p.split("."))))
 
 
-def _glibc(releases: list[TorchRelease]) -> Version | None:
-    floors = [f for f in (glibc_floor(r.platform_tag) for r in releases) if f is not None]
+def _glibc(releases: list[TorchRelease], platform: Platform) -> Version | None:
+    tags = [w.platform_tag for r in releases for w in r.wheels if w.platform is platform]
+    floors = [f for f in (glibc_floor(t) for t in tags) if f is not None]
     return min(floors) if floors else None
 
 
-def _companion_on_pypi(comp: Companion, releases: list[TorchRelease], where: Where, key: KeyPath) -> list[WheelClaim]:
+def _companion_on_pypi(
+    comp: Companion, releases: list[TorchRelease], where: Where, key: KeyPath, universe: tuple[Version, ...]
+) -> list[WheelClaim]:
     claims = []
-    for platform in sorted({rp.platform for r in releases for rp in release_platforms(r)}):
-        on = [r for r in releases if platform in {rp.platform for rp in release_platforms(r)}]
+    for platform in sorted({w.platform for r in releases for w in r.wheels}):
+        on = [r for r in releases if r.on(platform) is not None]
         claims.append(
             WheelClaim(
                 kind="companions",
@@ -160,11 +170,13 @@ def _companion_on_pypi(comp: Companion, releases: list[TorchRelease], where: Whe
                 version=comp.version,
                 index_url=PYPI,
                 platform=platform,
-                pythons=_pythons(comp, on),
+                pythons=_pythons(comp, on, platform),
                 platform_tag=None,
-                glibc=_glibc(on),
+                glibc=_glibc(on, platform),
                 complete=False,
-                pins=(Pin("torch requirement", r"torch", comp.requires_torch, where(*key, "requires_torch")),),
+                pins=(
+                    Pin("torch requirement", r"torch", comp.requires_torch, where(*key, "requires_torch"), universe),
+                ),
                 requires_python=comp.python,
                 where=where(*key),
             )
@@ -175,30 +187,35 @@ def _companion_on_pypi(comp: Companion, releases: list[TorchRelease], where: Whe
 def _companion_on_variant_indexes(
     m: Matrix, comp: Companion, releases: list[TorchRelease], where: Where, key: KeyPath
 ) -> list[WheelClaim]:
-    """Builds of other variants install the companions from the variant's index (local version label)."""
+    """Builds of other variants install the companions from the variant's index (with its local label)."""
     claims = []
-    seen: set[str] = set()
+    seen: set[tuple[str, str]] = set()
     for release in releases:
-        for variant in release.variants:
-            if variant.name == release.pypi_default or variant.name in seen:
-                continue
-            seen.add(variant.name)
-            url = index_url(Combination(release, variant, release.python[0], m.os[0])) or PYPI
-            claims.append(
-                WheelClaim(
-                    kind="companions",
-                    subject=f"{comp.name} {comp.version} {variant.name} ({url}) linux/amd64",
-                    project=comp.name,
-                    version=Version(f"{comp.version}+{variant.name}"),
-                    index_url=url,
-                    platform="linux/amd64",
-                    pythons=_pythons(comp, [r for r in releases if r.variant(variant.name) is not None]),
-                    platform_tag=None,
-                    glibc=_glibc(releases),
-                    complete=False,
-                    pins=(),
-                    requires_python=None,
-                    where=where(*key),
+        for rp in release_platforms(release):
+            for variant in release.variants:
+                if variant.name == rp.pypi_default or (variant.name, rp.platform) in seen:
+                    continue
+                if rp.platform not in variant_platforms(release, variant):
+                    continue
+                seen.add((variant.name, rp.platform))
+                url = index_url(Combination(release, variant, rp.python[0], m.os[0], rp.platform)) or PYPI
+                local = local_label(variant, rp.platform)
+                users = [r for r in releases if r.variant(variant.name) is not None]
+                claims.append(
+                    WheelClaim(
+                        kind="companions",
+                        subject=f"{comp.name} {comp.version} {variant.name} ({url}) {rp.platform}",
+                        project=comp.name,
+                        version=Version(f"{comp.version}+{local}") if local else comp.version,
+                        index_url=url,
+                        platform=rp.platform,
+                        pythons=_pythons(comp, users, rp.platform),
+                        platform_tag=None,
+                        glibc=_glibc(users, rp.platform),
+                        complete=False,
+                        pins=(),
+                        requires_python=None,
+                        where=where(*key),
+                    )
                 )
-            )
     return claims

@@ -7,16 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from builder.errors import PushError, RenderError, UpstreamError
+from builder.kinds import Platform, Strategy
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import CudaImage, Matrix
 from builder.oci.client import Distribution
 from builder.oci.refs import parse_ref
 from builder.render.context import bases
-from builder.render.options import Strategy
 from builder.resolve.query import Query
 from builder.resolve.resolver import lookup
 from builder.upstream.claims import Where
-from builder.upstream.platforms import variant_platforms
 from builder.upstream.report import Finding, Status
 
 Platforms = dict[str, str] | None | str  # platform -> digest, no such tag, or why it could not be read
@@ -32,9 +31,10 @@ class ImageClaim:
 
 def image_claims(m: Matrix, where: Where) -> list[ImageClaim]:
     used: dict[str, tuple[set[str], str, int]] = {}
-    for result in lookup(m, Query()).valid:
+    valid = [r for platform in Platform for r in lookup(m, Query(platform=platform)).valid]
+    for result in valid:
         c = result.combo
-        platforms = set(variant_platforms(c.torch, c.variant))
+        platforms = {c.platform.value}
         for strategy in Strategy:
             try:
                 found = bases(m, c, strategy)

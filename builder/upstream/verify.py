@@ -8,9 +8,9 @@ from dataclasses import dataclass, replace
 from packaging.specifiers import SpecifierSet
 
 from builder.errors import UsageError
+from builder.kinds import did_you_mean
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix
-from builder.matrix.reader import did_you_mean
 from builder.net.http import Http
 from builder.oci.client import Distribution
 from builder.upstream.check_wheels import check_wheels

@@ -151,19 +151,45 @@ def test_a_renamed_platform_tag_and_pythons_the_matrix_leaves_out(up: Upstream, 
     assert found.upstream == "manylinux1_x86_64 wheels also exist for cp312, cp313 (the list claims to be complete)"
 
 
-def test_a_companion_requirement_that_changed(up: Upstream, tmp_path: Path) -> None:
+def test_a_companion_requirement_is_compared_on_the_matrix_s_torch_releases(up: Upstream, tmp_path: Path) -> None:
+    """Drift is a torch release the matrix pairs that the wheel refuses; a wheel that accepts more is
+    reported, not drift (the aarch64 torchvision 0.14 wheels declare `torch` unpinned)."""
+    for name in [f["filename"] for f in up.page("torchvision")["files"]]:
+        up.metadata[name] = with_pin(up.metadata[name], "torch (==2.5.1)", "torch (==2.5.0)")
+    (found,) = run(up, tmp_path).drift
+    assert (found.subject, found.check, found.claim) == (
+        "torchvision 0.20.1 (PyPI) linux/amd64",
+        "torch requirement pin",
+        "torch requirement ==2.5.1",
+    )
+    assert found.upstream.startswith("torch==2.5.0: refuses torch 2.5.1, which the matrix accepts (read from ")
+    for name in [f["filename"] for f in up.page("torchvision")["files"]]:
+        up.metadata[name] = with_pin(up.metadata[name], "torch (==2.5.0)", "torch")
     report = run(
         up,
         tmp_path,
         edit(BASE, 'version = "0.20.1"\nrequires_torch = "==2.5.1"', 'version = "0.20.1"\nrequires_torch = ">=2.5"'),
     )
-    (found,) = report.drift
-    assert (found.subject, found.check, found.claim) == (
-        "torchvision 0.20.1 (PyPI) linux/amd64",
-        "torch requirement pin",
-        "torch requirement >=2.5",
+    assert report.exit_code == 0
+    (looser,) = [f for f in report.findings if f.check == "torch requirement pin" and "torchvision" in f.subject]
+    assert looser.status is Status.OK
+
+
+def test_a_companion_python_range_narrower_than_its_wheels_is_fine_a_refused_one_is_not(
+    up: Upstream, tmp_path: Path
+) -> None:
+    text_ = edit(
+        BASE,
+        'version = "0.20.1"\nrequires_torch = "==2.5.1"',
+        'version = "0.20.1"\nrequires_torch = "==2.5.1"\npython = "<3.13"',
     )
-    assert found.upstream.startswith("torch==2.5.1 (read from torchvision-0.20.1-cp39-")
+    assert run(up, tmp_path, text_).exit_code == 0
+    for f in up.page("torchvision")["files"]:
+        up.metadata[f["filename"]] = with_pin(
+            up.metadata[f["filename"]], "Requires-Python: >=3.8", "Requires-Python: >=3.10"
+        )
+    refused = [(f.status, f.check, f.upstream.split(" (read")[0]) for f in run(up, tmp_path, text_).drift]
+    assert refused == [(Status.DIFFERENT, "Requires-Python", "Requires-Python: >=3.10 refuses Python 3.9")]
 
 
 def test_429_then_success_is_waited_out(up: Upstream, tmp_path: Path) -> None:

@@ -97,7 +97,7 @@ class Upstream:
     metadata: dict[str, str] = field(default_factory=dict)  # wheel filename -> METADATA text
     variant_pages: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (variant, project) -> files
     overrides: list[Callable[[Sent], Answer | Exception | None]] = field(default_factory=list)
-    files: dict[str, Body] = field(default_factory=dict)  # url -> content (built lazily)
+    files: dict[str, Body] = field(default_factory=dict)  # url -> content, where a test gives one
 
     @classmethod
     def recorded(cls) -> Upstream:
@@ -154,11 +154,11 @@ class Upstream:
         return None
 
     def _content(self, url: str) -> Body:
-        if url not in self.files:
-            filename = url.rsplit("/", 1)[1]
-            metadata = self.metadata.get(filename) or _variant_metadata(filename)
-            self.files[url] = build_wheel(filename, metadata)
-        return self.files[url]
+        """A file put in `files`, else a wheel built around the METADATA as it is now (tests edit it)."""
+        if url in self.files:
+            return self.files[url]
+        filename = url.rsplit("/", 1)[1]
+        return build_wheel(filename, self.metadata.get(filename) or _variant_metadata(filename))
 
 
 def _variant_metadata(filename: str) -> str:
