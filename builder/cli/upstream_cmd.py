@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -14,6 +15,8 @@ from builder.cli.output import emit_json
 from builder.errors import UsageError
 from builder.render.network import CA_ENV_VARS
 from builder.versions import parse_spec
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _UPSTREAM_OPTIONS = (
     click.option("--offline-cache", metavar="DIR", help="Keep upstream answers in DIR: a rerun reads them from there."),
@@ -33,6 +36,8 @@ _UPSTREAM_OPTIONS = (
         metavar="FILE",
         help="CA bundle for HTTPS (default: $PIP_CERT, $REQUESTS_CA_BUNDLE, $SSL_CERT_FILE, else certifi's).",
     ),
+)
+_INDEX_OPTIONS = (
     click.option(
         "--pypi-url", metavar="URL", help="A mirror of PyPI's simple index (default https://pypi.org/simple)."
     ),
@@ -41,14 +46,22 @@ _UPSTREAM_OPTIONS = (
         metavar="URL",
         help="A mirror of PyTorch's wheel indexes, <URL>/<variant> (default https://download.pytorch.org/whl).",
     ),
+)
+_REGISTRY_OPTIONS = (
     click.option("--registry-mirror", metavar="HOST", help="Ask this registry for Docker Hub images (a mirror)."),
 )
 
 
-def upstream_options(func: Any) -> Any:
-    for option in reversed(_UPSTREAM_OPTIONS):
-        func = option(func)
-    return func
+def upstream_options(*, indexes: bool = True, registries: bool = True, cache: bool = True) -> Callable[[F], F]:
+    common = _UPSTREAM_OPTIONS if cache else _UPSTREAM_OPTIONS[2:]  # a lock asks the registries afresh
+    chosen = common + (_INDEX_OPTIONS if indexes else ()) + (_REGISTRY_OPTIONS if registries else ())
+
+    def decorate(func: F) -> F:
+        for option in reversed(chosen):
+            func = option(func)
+        return func
+
+    return decorate
 
 
 def clients(kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -60,7 +73,7 @@ def clients(kwargs: dict[str, Any]) -> tuple[Any, Any]:
     budget, timeout, jobs = kwargs.pop("max_requests"), kwargs.pop("timeout"), kwargs.pop("jobs")
     if budget < 1 or timeout <= 0 or jobs < 1:
         raise UsageError("--max-requests, --timeout and --jobs take positive numbers")
-    folder, max_age = kwargs.pop("offline_cache"), kwargs.pop("cache_max_age")
+    folder, max_age = kwargs.pop("offline_cache", None), kwargs.pop("cache_max_age", 0.0)
     cache = DiskCache(Path(folder), max_age=max_age) if folder else None
     http = Http(Policy(timeout=timeout, budget=budget, workers=jobs), cache=cache, verify=_ca(kwargs.pop("ca_bundle")))
     return http, Distribution(http)
@@ -83,7 +96,7 @@ def _ca(flag: str | None) -> str | bool:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (schema 1).")
 @click.option("--markdown", is_flag=True, help="Print the report as Markdown (a CI job summary).")
 @click.option("--verbose", is_flag=True, help="List every item, the ones that hold too.")
-@upstream_options
+@upstream_options()
 @click.pass_context
 def verify_cmd(
     ctx: click.Context,
@@ -123,3 +136,55 @@ def verify_cmd(
     else:
         click.echo(reports.markdown(report) if markdown else reports.text(report, verbose=verbose), nl=False)
     sys.exit(report.exit_code)
+
+
+@click.command("lock")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 when the lock would change.")
+@upstream_options(indexes=False, cache=False)
+@click.pass_context
+def lock_cmd(ctx: click.Context, /, check: bool, **kwargs: Any) -> None:
+    """Resolve every base image tag the templates can produce to its digest on each platform the matrix
+    builds, and write them to matrix.lock next to the matrix. Renders and builds pin FROM image@digest
+    with --locked (the content hash then covers the digest: a moved base rebuilds exactly its images)."""
+    from builder.matrix.lock import lock_path, read_lock, write_lock
+    from builder.upstream.lock import changes, make_lock
+
+    m = matrix_of(ctx)
+    path = lock_path(m.path)
+    mirror = kwargs.pop("registry_mirror")
+    _, registry = clients(kwargs)
+    old = read_lock(path)
+    new = make_lock(m, registry, str(path), mirror)
+    moved = changes(old, new)
+    for change in moved:
+        click.echo(f"{change.ref} {change.platform}: {change.before or 'not locked'} -> {change.after}")
+    stale = sorted({i.ref for i in old.images} - {i.ref for i in new.images}) if old else []
+    for ref in stale:
+        click.echo(f"{ref}: no longer produced by the templates, dropped")
+    if check:
+        click.echo(f"{path}: {'out of date' if moved or stale else 'up to date'} ({len(new.images)} images)")
+        sys.exit(1 if moved or stale else 0)
+    if moved or stale or old is None:
+        _writable(path)
+        write_lock(new)
+    click.echo(f"{path}: {len(new.images)} images, {len(moved)} digest(s) changed")
+
+
+def relock(m: Any, say: Callable[[str], None]) -> None:
+    """`publish --relock`: the lock made again from the registries (default client settings)."""
+    from builder.matrix.lock import lock_path, read_lock, write_lock
+    from builder.net.http import Http
+    from builder.oci.client import Distribution
+    from builder.upstream.lock import changes, make_lock
+
+    path = lock_path(m.path)
+    new = make_lock(m, Distribution(Http(verify=_ca(None))), str(path))
+    moved = changes(read_lock(path), new)
+    _writable(path)
+    write_lock(new)
+    say(f"relocked {path}: {len(moved)} base image digest(s) moved")
+
+
+def _writable(path: Path) -> None:
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"{path.parent} is not writable: lock a matrix of your own (--matrix FILE)")

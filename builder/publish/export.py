@@ -38,6 +38,8 @@ def build_flags(item: Item) -> list[str]:
         flags += ["--pip", requirement]
     if o.refresh:
         flags += ["--refresh", o.refresh]
+    if o.base_lock is not None:
+        flags.append("--locked")
     return flags
 
 

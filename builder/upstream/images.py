@@ -120,3 +120,13 @@ def check_lock(lock: BaseLock, claims: list[ImageClaim], found: dict[str, Platfo
             else:
                 findings.append(Finding("lock", Status.OK, subject, check, locked, "unchanged", lock.path))
     return findings
+
+
+def mirror_image(ref: str, mirror: str | None) -> str:
+    """Docker Hub references asked at a mirror (a pull-through cache, or a test registry)."""
+    first = ref.split("/", 1)[0]
+    on_hub = "/" not in ref or not ("." in first or ":" in first or first == "localhost")
+    if mirror is None or not on_hub:
+        return ref
+    name = ref if "/" in ref.split(":", 1)[0] else f"library/{ref}"
+    return f"{mirror}/{name}"

@@ -15,7 +15,7 @@ from builder.net.http import Http
 from builder.oci.client import Distribution
 from builder.upstream.check_wheels import check_wheels
 from builder.upstream.claims import WheelClaim, Where, wheel_claims
-from builder.upstream.images import check_images, check_lock, image_claims, upstream_platforms
+from builder.upstream.images import check_images, check_lock, image_claims, mirror_image, upstream_platforms
 from builder.upstream.index import PYPI
 from builder.upstream.report import Finding, Report, Status
 
@@ -63,7 +63,7 @@ def _images(
     m: Matrix, where: Where, registry: Distribution, options: VerifyOptions, lock: BaseLock | None
 ) -> list[Finding]:
     claims = image_claims(m, where)
-    asked = [replace(c, ref=_mirror_image(c.ref, options)) for c in claims]
+    asked = [replace(c, ref=mirror_image(c.ref, options.registry_mirror)) for c in claims]
     found = upstream_platforms(registry, asked)
     by_tag = {c.ref: found[a.ref] for c, a in zip(claims, asked, strict=True)}
     findings = check_images(claims, by_tag) if "images" in options.only else []
@@ -91,13 +91,3 @@ def _mirrored(claim: WheelClaim, options: VerifyOptions) -> WheelClaim:
     elif url.startswith(PYTORCH_INDEX):
         url = options.pytorch_index.rstrip("/") + url[len(PYTORCH_INDEX) :]
     return replace(claim, index_url=url) if url != claim.index_url else claim
-
-
-def _mirror_image(ref: str, options: VerifyOptions) -> str:
-    """Docker Hub references asked at a mirror (a pull-through cache, or a test registry)."""
-    first = ref.split("/", 1)[0]
-    on_hub = "/" not in ref or not ("." in first or ":" in first or first == "localhost")
-    if options.registry_mirror is None or not on_hub:
-        return ref
-    name = ref if "/" in ref.split(":", 1)[0] else f"library/{ref}"
-    return f"{options.registry_mirror}/{name}"
