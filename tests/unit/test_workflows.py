@@ -168,3 +168,17 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
     referenced = {name for e in expressions for name in re.findall(r"(?<![\w.])matrix\.([\w-]+)", e)}
     assert referenced == {"id", "runs-on", "smoke-runs-on", "build", "smoke", "push"}
     assert printed["include"] and all(referenced <= set(entry) for entry in printed["include"])
+
+
+def test_the_lock_the_plan_resolves_reaches_every_job_that_plans_images() -> None:
+    """Renders in CI pin image@digest (TORCHYARD_LOCKED): the build legs and the aliases job must plan with
+    the very lock the plan job resolved, or their content hashes would not be the plan's."""
+    data = _load("publish.yml")
+    assert data["env"]["TORCHYARD_LOCKED"] == "1" and data["env"]["TORCHYARD_MATRIX"] == "matrix.toml"
+    plan = [s.get("run", "") for s in data["jobs"]["plan"]["steps"]]
+    assert any(r.startswith("torchyard matrix lock\n") for r in plan)
+    assert data["jobs"]["plan"]["outputs"]["lock"] == "${{ steps.lock.outputs.lock }}"
+    for job in ("build", "aliases"):
+        runs = [s.get("run", "") for s in data["jobs"][job]["steps"]]
+        restore = runs.index('echo "$LOCK" | base64 -d > matrix.lock')
+        assert restore == len(runs) - 2, job  # right before the step that plans
