@@ -34,6 +34,7 @@ class IndexFile:
     requires_python: str | None
     yanked: bool
     yanked_reason: str | None
+    upload_time: str | None = None  # PEP 700 (JSON pages only)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ def _json_file(page: str, entry: dict[str, Any]) -> IndexFile:
         requires_python=entry.get("requires-python") or None,
         yanked=bool(yanked),
         yanked_reason=yanked if isinstance(yanked, str) and yanked else None,
+        upload_time=entry.get("upload-time") or None,
     )
 
 

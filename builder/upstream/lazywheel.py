@@ -86,31 +86,38 @@ class _Remote:
 
 def read_metadata(http: Http, url: str) -> str:
     """The text of the wheel's .dist-info/METADATA."""
+    return read_member(http, url, _METADATA)
+
+
+def read_member(http: Http, url: str, name: re.Pattern[str]) -> str:
+    """The text of the one member whose path matches `name` (dist-info members are found fastest: they
+    lie at the head or the tail of the central directory)."""
     remote = _Remote(http, url)
     try:
         tail = remote.tail(TAIL)
-        entry = _find_entry(remote, tail)
+        entry = _find_entry(remote, tail, name)
         return _member(remote, entry)
     except TooLarge:
         raise WheelError(f"{url}: the server ignores HTTP range requests (the whole wheel would be read)") from None
 
 
-def _find_entry(remote: _Remote, tail: bytes) -> _Entry:
+def _find_entry(remote: _Remote, tail: bytes, name: re.Pattern[str]) -> _Entry:
     tail_start = remote.total - len(tail)
     cd_offset, cd_size = _directory(remote, tail, tail_start)
     if cd_offset + cd_size > remote.total:
         raise WheelError(f"{remote.url}: the central directory lies past the end of the file (truncated)")
     if cd_offset >= tail_start:  # the whole directory came with the tail
-        return _search(_entries(tail[cd_offset - tail_start : cd_offset - tail_start + cd_size], remote.url), remote)
+        entries = _entries(tail[cd_offset - tail_start : cd_offset - tail_start + cd_size], remote.url)
+        return _search(entries, remote, name)
     in_tail = tail[: cd_offset + cd_size - tail_start]
-    found = _scan(in_tail)
+    found = _scan(in_tail, name)
     if found is not None:
         return found
     head = remote.read(cd_offset, min(HEAD, cd_size))
-    found = next((e for e in _entries(head, remote.url, partial=True) if _METADATA.match(e.name)), None)
+    found = next((e for e in _entries(head, remote.url, partial=True) if name.match(e.name)), None)
     if found is not None:
         return found
-    return _search(_entries(remote.read(cd_offset, cd_size), remote.url), remote)
+    return _search(_entries(remote.read(cd_offset, cd_size), remote.url), remote, name)
 
 
 def _directory(remote: _Remote, tail: bytes, tail_start: int) -> tuple[int, int]:
@@ -180,7 +187,7 @@ def _zip64(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, 
     return size, compressed, offset
 
 
-def _scan(data: bytes) -> _Entry | None:
+def _scan(data: bytes, name: re.Pattern[str]) -> _Entry | None:
     """The METADATA entry among the directory entries in `data`, which starts mid-entry: try every
     signature (a false one inside a name fails to parse or names no METADATA)."""
     at = data.find(_CENTRAL)
@@ -189,16 +196,17 @@ def _scan(data: bytes) -> _Entry | None:
             entry, _ = _entry(data, at)
         except struct.error:
             entry = None
-        if entry is not None and _METADATA.match(entry.name):
+        if entry is not None and name.match(entry.name):
             return entry
         at = data.find(_CENTRAL, at + 4)
     return None
 
 
-def _search(entries: list[_Entry], remote: _Remote) -> _Entry:
-    found = [e for e in entries if _METADATA.match(e.name)]
+def _search(entries: list[_Entry], remote: _Remote, name: re.Pattern[str]) -> _Entry:
+    found = [e for e in entries if name.match(e.name)]
     if not found:
-        raise WheelError(f"{remote.url}: no .dist-info/METADATA in the wheel")
+        what = ".dist-info/METADATA" if name is _METADATA else name.pattern
+        raise WheelError(f"{remote.url}: no {what} in the wheel")
     return found[0]
 
 
@@ -216,9 +224,9 @@ def _member(remote: _Remote, entry: _Entry) -> str:
         try:
             raw = zlib.decompress(raw, -15)
         except zlib.error:
-            raise WheelError(f"{remote.url}: METADATA does not inflate (damaged)") from None
+            raise WheelError(f"{remote.url}: {entry.name} does not inflate (damaged)") from None
     elif entry.method != 0:
-        raise WheelError(f"{remote.url}: METADATA is compressed with method {entry.method}, not deflate")
+        raise WheelError(f"{remote.url}: {entry.name} is compressed with method {entry.method}, not deflate")
     if zlib.crc32(raw) != entry.crc or len(raw) != entry.size:
-        raise WheelError(f"{remote.url}: METADATA fails its CRC check (damaged)")
+        raise WheelError(f"{remote.url}: {entry.name} fails its CRC check (damaged)")
     return raw.decode("utf-8", errors="replace")

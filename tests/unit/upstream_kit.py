@@ -41,6 +41,9 @@ def build_wheel(filename: str, metadata: str, *, payload: int = 4096, dist_info_
     dist = f"{name}-{version}.dist-info"
     noise = random.Random(filename).randbytes(payload)  # incompressible, and the same in every run
     members = [(f"{name}/__init__.py", b"# test\n"), (f"{name}/payload.bin", noise)]
+    if name == "torch":  # what torch.__version__ says: PyPI's aarch64 CPU wheels carry no local part
+        local = "" if "aarch64" in filename or "+" in version else "+cu124"
+        members.append(("torch/version.py", f"__version__ = '{version}{local}'\n".encode()))
     meta = [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", b"Wheel-Version: 1.0\n")]
     ordered = meta + members if dist_info_first else members + meta
     buffer = io.BytesIO()
