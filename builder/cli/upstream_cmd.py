@@ -222,3 +222,17 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
     _writable(path)
     path.write_text(updated)
     click.echo(f"{path}: torch {version} added; review the diff, then torchyard matrix verify --torch {version}")
+
+
+@click.command("html")
+@click.option("-o", "--output", "output", required=True, metavar="DIR", help="Where index.html is written.")
+@click.option("--repo", default="torchyard", show_default=True, metavar="REGISTRY/NAME", help="The published images.")
+@click.pass_context
+def html_cmd(ctx: click.Context, /, output: str, repo: str) -> None:
+    """Write the compatibility page: one self-contained HTML file (no external assets) with the torch x CUDA
+    grid, driver floors, each wheel's GPU code, and a selector (driver, GPU, Python, platform) answering
+    which published images run and why the others do not, by the same rules as `torchyard lookup`."""
+    from builder.site.render import write_page
+
+    path = write_page(matrix_of(ctx), repo, Path(output))
+    click.echo(f"{path} ({path.stat().st_size // 1024} KB)")
