@@ -4,7 +4,7 @@ Two kinds of answers: immutable ones (a byte range of a wheel whose URL names it
 or manifest by digest) are kept for good; mutable ones (an index page, a tag) are served while
 younger than `max_age` seconds. Only 200, 206 and 404 answers are stored; credentials and tokens
 never are (the client does not cache the token service). An entry whose body does not match its
-recorded SHA-256 is a miss.
+recorded size and CRC-32 is a miss (damage, not tampering: the cache is the user's own directory).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import os
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -50,7 +51,7 @@ class DiskCache:
             body = body_path.read_bytes()
         except (OSError, ValueError):
             return None
-        if meta.get("key") != key or hashlib.sha256(body).hexdigest() != meta.get("sha256"):
+        if meta.get("key") != key or len(body) != meta.get("size") or zlib.crc32(body) != meta.get("crc32"):
             return None
         if kind is CacheKind.MUTABLE and self._now() - float(meta.get("time", 0)) > self.max_age:
             return None
@@ -64,7 +65,8 @@ class DiskCache:
             "status": stored.status,
             "headers": headers,
             "url": stored.url,
-            "sha256": hashlib.sha256(stored.body).hexdigest(),
+            "size": len(stored.body),
+            "crc32": zlib.crc32(stored.body),
             "time": self._now(),
         }
         with contextlib.suppress(OSError):  # a cache that cannot be written is no cache, not an error

@@ -129,6 +129,8 @@ class Http:
         self._verify = verify
         self._local = threading.local()
         self._dead: dict[str, str] = {}  # host -> why: once unreachable, not asked again by this client
+        self._failures: dict[str, int] = {}  # host -> failed connections, all requests (threads) together
+        self._failures_lock = threading.Lock()
 
     # --- requests -----------------------------------------------------------------------------------
 
@@ -214,7 +216,6 @@ class Http:
         stream: bool = False,
     ) -> requests.Response:
         host = urlsplit(url).netloc
-        failed = 0
         for attempt in range(self.policy.retries + 1):
             if host in self._dead:  # another request (maybe in another thread) gave up on this host
                 raise Unreachable(host, self._dead[host])
@@ -236,8 +237,7 @@ class Http:
                     stream=stream,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
-                failed += 1
-                if last or failed > self.policy.connect_retries:
+                if last or self._failed(host) > self.policy.connect_retries:
                     self._dead[host] = _reason(exc)
                     raise Unreachable(host, _reason(exc)) from None
                 self._wait(attempt, None)
@@ -253,6 +253,13 @@ class Http:
                 continue
             return response
         raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+    def _failed(self, host: str) -> int:
+        """Count a failed connection to `host`; the retries for failed connections are per host, not per
+        request, so that parallel requests to a host that is down give up together."""
+        with self._failures_lock:
+            self._failures[host] = self._failures.get(host, 0) + 1
+            return self._failures[host]
 
     def _spend(self, host: str) -> None:
         count = self.counters.sent(host)

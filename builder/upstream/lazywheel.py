@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from builder.net.cache import CacheKind
@@ -107,10 +108,9 @@ def _find_entry(remote: _Remote, tail: bytes, name: re.Pattern[str]) -> _Entry:
     if cd_offset + cd_size > remote.total:
         raise WheelError(f"{remote.url}: the central directory lies past the end of the file (truncated)")
     if cd_offset >= tail_start:  # the whole directory came with the tail
-        entries = _entries(tail[cd_offset - tail_start : cd_offset - tail_start + cd_size], remote.url)
-        return _search(entries, remote, name)
-    in_tail = tail[: cd_offset + cd_size - tail_start]
-    found = _scan(in_tail, name)
+        directory = tail[cd_offset - tail_start : cd_offset - tail_start + cd_size]
+        return _scan(directory, name) or _search(_entries(directory, remote.url), remote, name)
+    found = _scan(tail[: cd_offset + cd_size - tail_start], name)
     if found is not None:
         return found
     head = remote.read(cd_offset, min(HEAD, cd_size))
@@ -141,19 +141,18 @@ def _directory(remote: _Remote, tail: bytes, tail_start: int) -> tuple[int, int]
     return offset64, size64
 
 
-def _entries(data: bytes, url: str, *, partial: bool = False) -> list[_Entry]:
+def _entries(data: bytes, url: str, *, partial: bool = False) -> Iterator[_Entry]:
     """Central directory entries from the start of `data`; with `partial`, the last one may be cut off."""
-    found, at = [], 0
+    at = 0
     while at + 46 <= len(data):
         if data[at : at + 4] != _CENTRAL:
             if partial:
-                break
+                return
             raise WheelError(f"{url}: a damaged central directory")
         entry, at = _entry(data, at)
         if entry is None:
-            break
-        found.append(entry)
-    return found
+            return
+        yield entry
 
 
 def _entry(data: bytes, at: int) -> tuple[_Entry | None, int]:
@@ -188,8 +187,12 @@ def _zip64(extra: bytes, size: int, compressed: int, offset: int) -> tuple[int, 
 
 
 def _scan(data: bytes, name: re.Pattern[str]) -> _Entry | None:
-    """The METADATA entry among the directory entries in `data`, which starts mid-entry: try every
-    signature (a false one inside a name fails to parse or names no METADATA)."""
+    """The member's entry among the directory entries in `data`, which starts mid-entry: find where the
+    name's literal end occurs and parse the entry whose signature comes before it (a false signature
+    inside a name fails to parse or names something else)."""
+    literal = _literal(name)
+    if literal is not None:
+        return _scan_for(data, name, literal)
     at = data.find(_CENTRAL)
     while at >= 0:
         try:
@@ -202,7 +205,29 @@ def _scan(data: bytes, name: re.Pattern[str]) -> _Entry | None:
     return None
 
 
-def _search(entries: list[_Entry], remote: _Remote, name: re.Pattern[str]) -> _Entry:
+def _literal(name: re.Pattern[str]) -> bytes | None:
+    """The fixed text a member name pattern ends with (".dist-info/METADATA", "torch/version.py")."""
+    found = re.search(r"((?:[A-Za-z0-9_/-]|\\\.)+)\$$", name.pattern)
+    return found[1].replace("\\.", ".").encode() if found and len(found[1]) > 6 else None
+
+
+def _scan_for(data: bytes, name: re.Pattern[str], literal: bytes) -> _Entry | None:
+    at = data.find(literal)
+    while at >= 0:
+        start = data.rfind(_CENTRAL, max(0, at - 46 - 1024), at)
+        while start >= 0:
+            try:
+                entry, _ = _entry(data, start)
+            except struct.error:
+                entry = None
+            if entry is not None and name.match(entry.name):
+                return entry
+            start = data.rfind(_CENTRAL, max(0, at - 46 - 1024), start)
+        at = data.find(literal, at + 1)
+    return None
+
+
+def _search(entries: Iterable[_Entry], remote: _Remote, name: re.Pattern[str]) -> _Entry:
     found = [e for e in entries if name.match(e.name)]
     if not found:
         what = ".dist-info/METADATA" if name is _METADATA else name.pattern

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from packaging.specifiers import SpecifierSet
@@ -48,10 +49,12 @@ def verify(
     where = Where(m.path)
     findings: list[Finding] = []
     claims = [_mirrored(c, options) for c in wheel_claims(m, where, options.torch) if c.kind in options.only]
-    if claims:
-        findings += check_wheels(http, claims)
-    if options.only & {"images", "lock"}:
-        findings += _images(m, where, registry, options, lock)
+    # Indexes and registries are different hosts: asked at the same time (each with its bounded pool).
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        images = pool.submit(_images, m, where, registry, options, lock) if options.only & {"images", "lock"} else None
+        if claims:
+            findings += check_wheels(http, claims)
+        findings += images.result() if images is not None else []
     counters = http.counters.as_json()
     if registry.http is not http:
         for key in ("requests", "bytes", "retries", "cache_hits"):

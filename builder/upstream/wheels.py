@@ -122,7 +122,7 @@ class Metadata:
 
 def parse_metadata(text: str) -> Metadata:
     """The core metadata fields verify reads (email-header format, PEP 566); ValueError if unreadable."""
-    headers = HeaderParser().parsestr(text, headersonly=True)
+    headers = HeaderParser().parsestr(text.split("\n\n", 1)[0], headersonly=True)  # the body: the description
     if not headers.get("Name") or not headers.get("Version"):
         raise ValueError("METADATA without Name or Version")
     requires = []
