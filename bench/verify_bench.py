@@ -8,19 +8,23 @@ Runs the `torchyard` console script next to sys.executable as a user does (its J
 cost), each phase --runs times; cold runs each get a new cache directory. Upstream that cannot be reached
 from the machine (here: download.pytorch.org, the container registries) is retried once and reported
 unreachable by verify; the numbers then cover what was reachable, and the report says which hosts were
-not. `--only torch,companions --pytorch-index-url <unreachable>` is run as well, to show the cost of the
-PyPI part alone.
+not. Two more configurations isolate the costs: the PyPI part alone (PyTorch's index pointed at a closed
+port), and every host answering (PyTorch's index and the Docker Hub mirror pointed at a local server that
+answers 404, which the cache keeps): the rerun then sends no request at all.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import http.server
 import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +92,29 @@ def phases(matrix: list[str], extra: list[str], runs: int, label: str) -> list[P
     return [Phase(f"{label}, cold", cold_s, cold_r), Phase(f"{label}, from the cache", warm_s, warm_r)]
 
 
+@contextlib.contextmanager
+def not_found_server() -> Any:
+    """A local server that answers 404 to everything (a stand-in for hosts this machine cannot reach)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_HEAD = do_GET
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--matrix", help="matrix.toml (default: the packaged one)")
@@ -96,12 +123,11 @@ def main() -> None:
     options = parser.parse_args()
     matrix = ["--matrix", options.matrix] if options.matrix else []
     results = phases(matrix, [], options.runs, "whole matrix")
-    results += phases(
-        matrix,
-        ["--only", "torch,companions", "--pytorch-index-url", "http://127.0.0.1:9/whl"],
-        options.runs,
-        "PyPI part only",
-    )
+    pypi_only = ["--only", "torch,companions", "--pytorch-index-url", "http://127.0.0.1:9/whl"]
+    results += phases(matrix, pypi_only, options.runs, "PyPI part only")
+    with not_found_server() as stub:
+        answering = ["--pytorch-index-url", f"http://{stub}/whl", "--registry-mirror", stub]
+        results += phases(matrix, answering, options.runs, "every host answers (a 404 stub for the unreachable ones)")
     headers = ["phase", "wall time", "requests", "received", "cache hits", "exit", "unreachable (not checked)"]
     rows = [p.row() for p in results]
     counts = results[0].reports[-1]["counts"]

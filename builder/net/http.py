@@ -177,12 +177,20 @@ class Http:
             response.close()
 
     def map(self, function: Callable[[T], R], items: Iterable[T]) -> list[R]:
-        """function over items with at most policy.workers requests in flight; results in order."""
+        """function over items with at most policy.workers requests in flight; results in order.
+
+        Items run one by one while they are answered from the cache (threads only cost time then), and
+        in parallel from the first one that goes to the network."""
         listed = list(items)
-        if len(listed) <= 1 or self.policy.workers <= 1:
-            return [function(item) for item in listed]
-        with ThreadPoolExecutor(max_workers=self.policy.workers) as pool:
-            return list(pool.map(function, listed))
+        results: list[R] = []
+        for at, item in enumerate(listed):
+            sent = self.counters.requests
+            results.append(function(item))
+            rest = listed[at + 1 :]
+            if self.counters.requests != sent and len(rest) > 1 and self.policy.workers > 1:
+                with ThreadPoolExecutor(max_workers=self.policy.workers) as pool:
+                    return results + list(pool.map(function, rest))
+        return results
 
     # --- internals ----------------------------------------------------------------------------------
 

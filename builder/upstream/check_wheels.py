@@ -181,7 +181,8 @@ def _pins(item: _Checked, metadata: dict[str, Metadata | str]) -> None:
         if isinstance(meta, str):
             outcomes["METADATA", Status.UNREACHABLE, "pins readable", meta].append(wheel.file.filename)
             continue
-        applying = pins(meta, python, claim.platform)
+        wanted = re.compile("|".join([_CUDA_DEPENDENCY.pattern, *(p.names for p in claim.pins)]))
+        applying = pins(meta, python, claim.platform, wanted)
         cuda = any(_CUDA_DEPENDENCY.fullmatch(n) for n in applying)
         if claim.kind == "torch" and claim.pins and not cuda:
             text = "the wheel declares no CUDA dependencies (libraries bundled): pins cannot be read"

@@ -4,6 +4,7 @@ wheel's METADATA declares for a Linux machine."""
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -117,7 +118,12 @@ class Metadata:
     name: str
     version: str
     requires_python: SpecifierSet | None
-    requires: tuple[Requirement, ...]
+    requires_dist: tuple[str, ...]  # as written; parsed on demand (packaging's parser is slow)
+
+    @property
+    def requires(self) -> tuple[Requirement, ...]:
+        parsed = (_parsed(line) for line in self.requires_dist)
+        return tuple(r for r in parsed if r is not None)
 
 
 def parse_metadata(text: str) -> Metadata:
@@ -125,19 +131,24 @@ def parse_metadata(text: str) -> Metadata:
     headers = HeaderParser().parsestr(text.split("\n\n", 1)[0], headersonly=True)  # the body: the description
     if not headers.get("Name") or not headers.get("Version"):
         raise ValueError("METADATA without Name or Version")
-    requires = []
-    for line in headers.get_all("Requires-Dist") or []:
-        try:
-            requires.append(Requirement(line))
-        except InvalidRequirement:
-            continue  # a line no installer could use either
     python = headers.get("Requires-Python")
     return Metadata(
         name=str(headers["Name"]),
         version=str(headers["Version"]),
         requires_python=SpecifierSet(python) if python else None,
-        requires=tuple(requires),
+        requires_dist=tuple(str(line) for line in headers.get_all("Requires-Dist") or []),
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(line: str) -> Requirement | None:
+    try:
+        return Requirement(line)
+    except InvalidRequirement:
+        return None  # a line no installer could use either
+
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def environment(python: str, platform: str) -> dict[str, str]:
@@ -155,11 +166,20 @@ def environment(python: str, platform: str) -> dict[str, str]:
     }
 
 
-def pins(metadata: Metadata, python: str, platform: str) -> dict[str, Requirement]:
-    """The requirements that apply on this Python and platform, by canonical name."""
+def pins(
+    metadata: Metadata, python: str, platform: str, names: re.Pattern[str] | None = None
+) -> dict[str, Requirement]:
+    """The requirements that apply on this Python and platform, by canonical name (only those whose name
+    matches `names`, when given: the rest are not even parsed)."""
     env = environment(python, platform)
     found: dict[str, Requirement] = {}
-    for requirement in metadata.requires:
+    for line in metadata.requires_dist:
+        head = _NAME.match(line)
+        if names is not None and (head is None or not names.fullmatch(canonicalize_name(head[1]))):
+            continue
+        requirement = _parsed(line)
+        if requirement is None:
+            continue
         marker: Marker | None = requirement.marker
         if marker is None or marker.evaluate(env):
             found[canonicalize_name(requirement.name)] = requirement
