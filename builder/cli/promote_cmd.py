@@ -7,7 +7,7 @@ import re
 import click
 
 from builder.cli.output import emit_json
-from builder.cli.registry_auth import ENV_REGISTRY_USER, registry_auth
+from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import UsageError
 from builder.oci.refs import parse_ref
 
@@ -22,8 +22,7 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
     metavar="SHA256",
     help="Promote only if every platform image of SRC carries this io.torchyard.content-hash label.",
 )
-@click.option("--registry-user", envvar=ENV_REGISTRY_USER, metavar="USER", help="Registry user (else docker login).")
-@click.option("--registry-password-stdin", is_flag=True, help="Read the registry password from stdin.")
+@registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 def promote_cmd(
     source: str,

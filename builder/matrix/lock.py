@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from builder.errors import MatrixError, RenderError
-from builder.matrix.doccache import TomlSyntaxError, parse_toml
+from builder.files import read_text
+from builder.matrix.toml_text import TomlSyntaxError, parse_toml
 
 SCHEMA = 1
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -52,12 +53,9 @@ def lock_path(matrix_path: str | Path) -> Path:
 def read_lock(path: str | Path) -> BaseLock | None:
     """The lock at `path`; None when there is none; MatrixError (exit 2) when it is damaged."""
     where = Path(path)
-    try:
-        text = where.read_text()
-    except FileNotFoundError:
+    if not where.exists() and not where.is_symlink():
         return None
-    except OSError as exc:
-        raise MatrixError(f"{where}: cannot read the lock file ({exc.strerror})") from None
+    text = read_text(where, "lock file", error=MatrixError)
     try:
         doc = parse_toml(text)
         if doc.get("schema") != SCHEMA:
