@@ -110,7 +110,7 @@ def test_promotion_moves_no_image_through_the_runner() -> None:
 
 def test_the_page_is_built_by_torchyard_and_deployed_by_pages() -> None:
     steps = _load("publish.yml")["jobs"]["pages"]["steps"]
-    assert "torchyard matrix html -o site" in [s.get("run") for s in steps]
+    assert 'torchyard matrix html -o site --repo "$REPO"' in [s.get("run") for s in steps]
     uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
     assert uses[-2:] == ["actions/upload-pages-artifact", "actions/deploy-pages"]
 
