@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from builder.redact import redact
+
 SCHEMA = 1
 
 
@@ -38,13 +40,14 @@ class Finding:
     where: str  # matrix.toml:LINE (or matrix.lock)
 
     def as_json(self) -> dict[str, str]:
+        # A mirror's URL may carry credentials (--pypi-url https://user:token@...): never in a report.
         return {
             "kind": self.kind,
             "status": self.status.value,
-            "subject": self.subject,
+            "subject": redact(self.subject),
             "check": self.check,
             "claim": self.claim,
-            "upstream": self.upstream,
+            "upstream": redact(self.upstream),
             "where": self.where,
         }
 
@@ -128,7 +131,7 @@ def text(report: Report, *, verbose: bool = False) -> str:
             lines.append(f"    ... {len(items) - len(shown)} more (--verbose)")
     if verbose:
         lines += [f"OK         {f.subject}: {f.check}" for f in report.findings if f.status is Status.OK]
-    return "\n".join(lines).rstrip() + "\n"
+    return redact("\n".join(lines).rstrip() + "\n")
 
 
 def markdown(report: Report) -> str:
@@ -148,4 +151,4 @@ def markdown(report: Report) -> str:
     if quiet:
         lines += ["Not drift, not verified either:", ""]
         lines += [f"- {name} ({count})" for name, count in sorted(quiet.items())]
-    return "\n".join(lines).rstrip() + "\n"
+    return redact("\n".join(lines).rstrip() + "\n")

@@ -351,3 +351,15 @@ def test_the_command_prints_json_and_exits_with_the_reports_code(
     assert exit_.value.code == data["exit_code"] == 0
     assert data["schema"] == 1 and data["total"] == len(data["findings"]) and data["counts"]["ok"] > 10
     assert set(data["findings"][0]) == {"kind", "status", "subject", "check", "claim", "upstream", "where"}
+
+
+def test_a_mirror_s_credentials_never_reach_the_report(up: Upstream, tmp_path: Path) -> None:
+    net = Net().on(lambda sent: Answer(500, b"") if "torchvision" in sent.url else None)
+    path = tmp_path / "matrix.toml"
+    path.write_text(BASE)
+    http = up.attach(net).http(Policy(retries=0, workers=1))
+    options = VerifyOptions(only=WHEELS, pypi_url="https://ci:s3cret-token@pypi.org/simple")
+    report = verify(load_matrix(path), http, Distribution(http, docker_login=False), options)
+    assert report.unreachable and "s3cret" in report.unreachable[0].upstream  # held, never shown:
+    shown = text(report, verbose=True) + markdown(report) + json.dumps([f.as_json() for f in report.findings])
+    assert "s3cret" not in shown and "ci:" not in shown
