@@ -202,16 +202,16 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
     What metadata cannot tell (compiled architectures, other variants) is marked "not recorded" with where
     to find it. The result passes `matrix check`; review the diff."""
     from builder.upstream.index import PYPI
-    from builder.upstream.sync import propose
+    from builder.upstream.sync import PYTORCH_INDEX, propose
     from builder.upstream.sync_toml import check, insert, render
     from builder.versions import parse_release
 
     m = matrix_of(ctx)
     version = parse_release(torch_version, "--torch")
-    kwargs.pop("pytorch_index_url")
+    pytorch_index = kwargs.pop("pytorch_index_url") or PYTORCH_INDEX
     pypi = kwargs.pop("pypi_url") or PYPI
     http, _ = clients(kwargs)
-    proposal = propose(m, http, version, pypi)
+    proposal = propose(m, http, version, pypi, pytorch_index)
     path = Path(m.path)
     updated = insert(path.read_text(), proposal, set(m.sources))
     check(updated, path.name)

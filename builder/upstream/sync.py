@@ -62,7 +62,7 @@ class Proposal:
     not_recorded: list[str]  # what upstream metadata cannot tell, and where to find it
 
 
-def propose(m: Matrix, http: Http, version: Version, pypi: str = PYPI) -> Proposal:
+def propose(m: Matrix, http: Http, version: Version, pypi: str = PYPI, pytorch_index: str = PYTORCH_INDEX) -> Proposal:
     if any(r.version == version for r in m.torch):
         raise UsageError(f"--torch {version}: the matrix has it already (torchyard matrix verify --torch {version})")
     page = _page(http, pypi, "torch")
@@ -72,15 +72,65 @@ def propose(m: Matrix, http: Http, version: Version, pypi: str = PYPI) -> Propos
         raise NoMatchError(f"{page.url} lists no torch {version} wheels (newest: {newest})")
     platforms = [p for p in (_platform_wheels(found, plat) for plat in Platform) if p is not None]
     variants, defaults, cuda = _variants(m, http, platforms)
+    amd = next((p for p in platforms if p.platform is Platform.AMD64), None)
+    found_more, unseen = _index_variants(m, http, pytorch_index, version, amd, {v.name for v in variants})
+    variants = sorted([*variants, *found_more], key=lambda v: (v.name == "cpu", v.name))
     times = [w.file.upload_time for w in found if w.file.upload_time]
     released = min(times)[:7] if times else ""
     companions = {name: _companion(m, http, pypi, name, version, platforms) for name in ("torchvision", "torchaudio")}
     not_recorded = [ARCHS_WHERE]
-    not_recorded += [
-        f"variants other than {', '.join(sorted(set(defaults.values())))} and cpu: list "
-        f"{PYTORCH_INDEX}/<variant>/torch/ (pytorch/test-infra generate_binary_build_matrix.py names the variants)"
-    ]
+    if unseen:
+        not_recorded.append(
+            f"whether {', '.join(unseen)} exist for torch {version}: {pytorch_index} could not be read; list "
+            f"{pytorch_index}/<variant>/torch/ (pytorch/test-infra generate_binary_build_matrix.py names the variants)"
+        )
+    not_recorded.append(
+        f"variants newer than the last release's: list {pytorch_index}/ (the variant names are in pytorch/test-infra "
+        "generate_binary_build_matrix.py)"
+    )
     return Proposal(version, released, platforms, variants, defaults, companions, cuda, not_recorded)
+
+
+def _index_variants(
+    m: Matrix, http: Http, index: str, version: Version, amd: PlatformWheels | None, have: set[str]
+) -> tuple[list[Variant], list[str]]:
+    """The previous release's variants that PyTorch's index lists for this one (linux x86_64 wheels with
+    the variant's local label), with the pins of their newest-Python wheel; the names it could not check."""
+    previous = max((r for r in m.torch if r.version < version), key=lambda r: r.version, default=None)
+    names = [v.name for v in previous.variants if v.name not in have] if previous else []
+    found, unseen = [], []
+    for name in names:
+        try:
+            page = read_project(http, f"{index.rstrip('/')}/{name}", "torch")
+        except (UpstreamError, ValueError):
+            unseen.append(name)
+            continue
+        listed = by_version(page.files, "torch").get(Version(f"{version}+{name}"), []) if page else []
+        wheels = [w for w in listed if _x86(w)]
+        if not wheels or amd is None:
+            continue
+        newest = max(wheels, key=lambda w: w.file.filename)
+        variant = _pins_of_index_variant(m, http, name, newest, amd)
+        variant.evidence = newest.file.filename
+        found.append(variant)
+    return found, unseen
+
+
+def _x86(wheel: Wheel) -> bool:
+    return any(p.endswith("x86_64") and "linux" in p for p in wheel.platforms)
+
+
+def _pins_of_index_variant(m: Matrix, http: Http, name: str, wheel: Wheel, amd: PlatformWheels) -> Variant:
+    match = re.fullmatch(r"cu(\d+)(\d)", name)
+    if match is None:
+        return Variant(name, sources=("pytorch-wheel-index",))
+    pinned = _from_pins(m, _metadata(http, wheel), amd, [])
+    variant = pinned if pinned.name == name else Variant(name)
+    variant.cuda = f"{int(match[1])}.{match[2]}"
+    variant.sources = ("pytorch-wheel-index",)
+    if pinned.name != name:
+        variant.notes.append("its wheels pin no CUDA runtime: cuDNN and NCCL not recorded")
+    return variant
 
 
 def _page(http: Http, index: str, project: str) -> ProjectPage:

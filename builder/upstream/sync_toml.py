@@ -131,6 +131,10 @@ SOURCES = {
         "PyTorch CPU-only wheel index (download.pytorch.org/whl/cpu) listed for every release on pytorch.org",
         "https://pytorch.org/get-started/previous-versions/",
     ),
+    "pytorch-wheel-index": (
+        "PyTorch's wheel indexes, download.pytorch.org/whl/<variant>: each variant's wheel files and METADATA",
+        "https://download.pytorch.org/whl/",
+    ),
     "pypi-cuda-toolkit": (
         "PyPI cuda-toolkit meta-package releases pinned by torch wheels",
         "https://pypi.org/project/cuda-toolkit/#history",

@@ -56,7 +56,14 @@ def test_sync_sources_the_release_from_pypi_and_the_file_stays_valid(tmp_path: P
         "torchvision": "0.20.1",
         "torchaudio": "2.5.1",
     }
-    cu124, cpu = new["variants"]
+    cu118, cu124, cpu = new["variants"]
+    # the previous release's other variant, as PyTorch's index lists it for 2.5.1 (its wheels pin nothing here)
+    assert {k: cu118[k] for k in ("name", "cuda", "source")} == {
+        "name": "cu118",
+        "cuda": "11.8",
+        "source": "pytorch-wheel-index",
+    }
+    assert "pin no CUDA runtime" in cu118["note"]
     assert {k: cu124[k] for k in ("name", "cuda", "cuda_runtime", "cudnn", "nccl")} == {
         "name": "cu124",
         "cuda": "12.4",
@@ -71,7 +78,7 @@ def test_sync_sources_the_release_from_pypi_and_the_file_stays_valid(tmp_path: P
         "arm64": {"local": "none", "source": "pypi-torch-aarch64"},
     }
     assert new["arm64"]["pypi_default"] == "cpu" and new["arm64"]["platform_tag"] == "manylinux2014_aarch64"
-    assert {"pypi-torch", "pypi-torch-aarch64", "pytorch-cpu-index"} <= set(doc["sources"])
+    assert {"pypi-torch", "pypi-torch-aarch64", "pytorch-cpu-index", "pytorch-wheel-index"} <= set(doc["sources"])
     text = render(proposal, set(m.sources))
     assert "# Not recorded: compiled architectures (sass, ptx)" in text
     assert "torch-2.5.1-cp313-cp313-manylinux1_x86_64.whl METADATA" in text
@@ -97,3 +104,16 @@ def test_sync_refuses_a_release_the_matrix_has_and_one_pypi_does_not(tmp_path: P
         propose(m, http, release("2.5.1"))
     with pytest.raises(NoMatchError, match=r"lists no torch 2.6.0 wheels \(newest: 2.5.1\)$"):
         propose(m, http, release("2.6.0"))
+
+
+def test_an_unreachable_pytorch_index_leaves_its_variants_not_recorded(tmp_path: Path) -> None:
+    import requests
+
+    path = matrix_file(tmp_path)
+    m = load_matrix(path)
+    refused = requests.ConnectionError("refused")
+    net = Upstream.recorded().attach(Net().on(lambda sent: refused if "download.pytorch.org" in sent.url else None))
+    proposal = propose(m, net.http(Policy(workers=1)), release("2.5.1"))
+    assert [v.name for v in proposal.variants] == ["cu124", "cpu"]
+    assert any("whether cu118 exist" in note and "could not be read" in note for note in proposal.not_recorded)
+    check(insert(path.read_text(), proposal, set(m.sources)), "matrix.toml")
