@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.cli.options import matrix_of
+from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import emit_json
 from builder.errors import UsageError
 from builder.render.network import CA_ENV_VARS
@@ -19,7 +19,12 @@ from builder.versions import parse_spec
 F = TypeVar("F", bound=Callable[..., Any])
 
 _UPSTREAM_OPTIONS = (
-    click.option("--offline-cache", metavar="DIR", help="Keep upstream answers in DIR: a rerun reads them from there."),
+    click.option(
+        "--offline-cache",
+        metavar="DIR",
+        callback=folder,
+        help="Keep upstream answers in DIR: a rerun reads them from there.",
+    ),
     click.option(
         "--cache-max-age",
         default=86400.0,
@@ -135,6 +140,13 @@ def verify_cmd(
         emit_json(report.as_json())
     else:
         click.echo(reports.markdown(report) if markdown else reports.text(report, verbose=verbose), nl=False)
+    if report.exit_code == 5:  # the report says what; the error line says why the exit code
+        hosts = sorted({f.upstream.split(" is unreachable")[0] for f in report.unreachable})
+        click.echo(
+            f"torchyard: error: {len(report.unreachable)} item(s) not checked, upstream unreachable or unreadable "
+            f"({'; '.join(hosts)[:200]}): nothing unchecked counts as holding",
+            err=True,
+        )
     sys.exit(report.exit_code)
 
 
@@ -225,8 +237,17 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
 
 
 @click.command("html")
-@click.option("-o", "--output", "output", required=True, metavar="DIR", help="Where index.html is written.")
-@click.option("--repo", default="torchyard", show_default=True, metavar="REGISTRY/NAME", help="The published images.")
+@click.option(
+    "-o", "--output", "output", required=True, metavar="DIR", callback=folder, help="Where index.html is written."
+)
+@click.option(
+    "--repo",
+    default="torchyard",
+    show_default=True,
+    metavar="REGISTRY/NAME",
+    callback=repository,
+    help="The published images.",
+)
 @click.pass_context
 def html_cmd(ctx: click.Context, /, output: str, repo: str) -> None:
     """Write the compatibility page: one self-contained HTML file (no external assets) with the torch x CUDA
