@@ -45,6 +45,12 @@ class BuildError(TorchyardError):
     exit_code = 4
 
 
+class UpstreamError(TorchyardError):
+    """An index or registry could not be reached, or kept failing after retries."""
+
+    exit_code = 5
+
+
 class PushError(TorchyardError):
     """The registry refused or could not be reached."""
 

@@ -99,8 +99,7 @@ def _up_to_date(
 ) -> bool:
     """Same content hash already under the immutable tag: in the registry (with --push) or locally."""
     if settings.push:
-        labels = registry.labels(outcome.ref)
-        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+        if registry.holds(outcome.ref, plan.content_hash):
             log(f"[{target.flavor.value}] {outcome.ref} is up to date in the registry: no build, no push")
             return True
         return False
@@ -211,8 +210,7 @@ def _push(
     """The immutable tag first, then the aliases; refs already holding this content are left alone."""
     name = target.flavor.value
     for ref in _refs(settings, target):
-        labels = registry.labels(ref)
-        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+        if registry.holds(ref, plan.content_hash):
             continue
         if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
             outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id

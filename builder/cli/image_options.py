@@ -15,6 +15,7 @@ from builder.errors import UsageError
 from builder.files import read_text
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix
+from builder.matrix.lock import BaseLock, lock_path, read_lock
 from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
@@ -31,6 +32,24 @@ def _refresh_token(ctx: click.Context, param: click.Parameter, value: str | None
             "(e.g. 2026-W48)"
         )
     return value or ""
+
+
+locked_option = click.option(
+    "--locked",
+    is_flag=True,
+    envvar=env.LOCKED,
+    help=f"FROM image@digest of matrix.lock (torchyard matrix lock) instead of the tags. ${env.LOCKED}=1.",
+)
+
+
+def lock_of(m: Matrix, locked: bool) -> BaseLock | None:
+    """matrix.lock next to the matrix, with --locked; a UsageError (exit 2) when there is none."""
+    if not locked:
+        return None
+    found = read_lock(lock_path(m.path))
+    if found is None:
+        raise UsageError(f"--locked: no {lock_path(m.path)} (make it with torchyard matrix lock)")
+    return found
 
 
 refresh_option = click.option(
@@ -84,6 +103,7 @@ _OPTIONS = (
     click.option("--torch-index-url", metavar="URL", help="Mirror of the PyTorch wheel index for non-PyPI variants."),
     click.option("--no-host-settings", is_flag=True, help="Ignore PIP_CERT / SSL_CERT_FILE / PIP_INDEX_URL ..."),
     refresh_option,
+    locked_option,
 )
 
 
@@ -115,6 +135,7 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
         extensions=tuple(_extension(text) for text in kwargs.pop("extensions")),
         network=network,
         refresh=kwargs.pop("refresh"),
+        base_lock=lock_of(m, kwargs.pop("locked")),
     )
 
 

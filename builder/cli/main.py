@@ -30,6 +30,7 @@ _COMMANDS = {
     "build": "builder.cli.build_cmd:build_cmd",
     "smoke": "builder.cli.smoke_cmd:smoke_cmd",
     "publish": "builder.cli.publish_cmd:publish_cmd",
+    "promote": "builder.cli.promote_cmd:promote_cmd",
 }
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from builder.cli.image_options import refresh_option
+from builder.cli.image_options import lock_of, locked_option, refresh_option
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
@@ -35,6 +35,8 @@ DEFAULT_REPO = "torchyard"
 @click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR", callback=folder)
 @registry_options
 @refresh_option
+@locked_option
+@click.option("--relock", is_flag=True, help="Resolve matrix.lock from the registries first, then build --locked.")
 @click.pass_context
 def publish_cmd(
     ctx: click.Context,
@@ -52,6 +54,8 @@ def publish_cmd(
     registry_user: str | None,
     registry_password_stdin: bool,
     refresh: str,
+    locked: bool,
+    relock: bool,
 ) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
     from builder.publish.run import PublishSettings, publish, write_report
@@ -61,7 +65,11 @@ def publish_cmd(
     gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
     network = resolve_network(NetworkFlags())
-    items, excluded = expand(m, network, refresh)
+    if relock:
+        from builder.cli.upstream_cmd import relock as write_lock
+
+        write_lock(m, click.echo)
+    items, excluded = expand(m, network, refresh, lock_of(m, locked or relock))
     items = select(items, only)
     if aliases_only and (no_aliases or no_push):
         raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
@@ -160,6 +168,7 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
     "--cache-repo", metavar="REGISTRY/NAME", callback=repository, help="bake: registry cache (cache-from / cache-to)."
 )
 @refresh_option
+@locked_option
 @click.pass_context
 def matrix_ci_cmd(
     ctx: click.Context,
@@ -172,13 +181,14 @@ def matrix_ci_cmd(
     output: str,
     cache_repo: str | None,
     refresh: str,
+    locked: bool,
 ) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import bake, github_matrix
 
     gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
-    items = select(expand(m, refresh=refresh)[0], only)
+    items = select(expand(m, refresh=refresh, base_lock=lock_of(m, locked))[0], only)
     if fmt == "github":
         matrix = github_matrix(m, items, repo, candidates or f"{repo}-candidates", gpus)
         click.echo(json.dumps(matrix, separators=(",", ":")))

@@ -38,6 +38,8 @@ def build_flags(item: Item) -> list[str]:
         flags += ["--pip", requirement]
     if o.refresh:
         flags += ["--refresh", o.refresh]
+    if o.base_lock is not None:
+        flags.append("--locked")
     return flags
 
 
@@ -46,7 +48,8 @@ def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus
 
     build (hosted runner): build, no-GPU smoke suite, push the immutable tag to the candidates repo;
     smoke (the self-hosted `gpu` label, CUDA items, when --gpus): the GPU checks on that candidate;
-    push: copy the verified candidate to the public repo. `publish` does all three on one machine.
+    push: promote the verified candidate to the public repo registry-side (torchyard promote: blob mounts,
+    the same digest). `publish` does all three on one machine.
     """
     include = []
     for item in items:
@@ -63,14 +66,8 @@ def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus
                 "gpu": gpu,
                 "build": shlex.join(["torchyard", "build", *build_flags(item), "--repo", candidates, "--push"]),
                 "smoke": f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}",
-                "push": " && ".join(
-                    shlex.join(argv)
-                    for argv in (
-                        ["docker", "pull", candidate],
-                        ["docker", "tag", candidate, public],
-                        ["docker", "push", public],
-                    )
-                ),
+                # registry-side (blob mounts, same digest), only if the candidate is the content planned
+                "push": shlex.join(["torchyard", "promote", candidate, public, "--content-hash", plan.content_hash]),
                 "publish": shlex.join(
                     [
                         "torchyard",

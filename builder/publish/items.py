@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from builder.errors import RenderError, UsageError
 from builder.kinds import Flavor, Strategy
+from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
 from builder.render.context import bases
@@ -62,7 +63,9 @@ class _Unpublished:
     reason: str
 
 
-def expand(m: Matrix, network: Network | None = None, refresh: str = "") -> tuple[list[Item], list[Excluded]]:
+def expand(
+    m: Matrix, network: Network | None = None, refresh: str = "", base_lock: BaseLock | None = None
+) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
     seen: set[str] = set()
@@ -74,6 +77,7 @@ def expand(m: Matrix, network: Network | None = None, refresh: str = "") -> tupl
             extra_pip=entry.pip,
             network=network or Network(),
             refresh=refresh,
+            base_lock=base_lock,
         )
         for combo in _combinations(m, entry):
             problem = combo.reason if isinstance(combo, _Unpublished) else None

@@ -21,7 +21,7 @@ from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.errors import Interrupted, TorchyardError
 from builder.matrix.model import Matrix
 from builder.pipeline import BuildSettings, build
-from builder.plan import CONTENT_LABEL, Plan, make_plan
+from builder.plan import Plan, make_plan
 from builder.process import reset_cancel, stop_all
 from builder.publish.items import Excluded, Item
 from builder.redact import redact
@@ -211,8 +211,7 @@ def _published(
     for item in items:
         plan = plans.setdefault(item.group, make_plan(m, item.combo, item.options))
         ref = f"{settings.repo}:{plan.target(item.flavor).tags.immutable}"
-        labels = registry.labels(ref)
-        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+        if registry.holds(ref, plan.content_hash):
             found[item.id] = ItemResult(item.id, "skipped", ref)
         else:
             found[item.id] = ItemResult(item.id, "failed", ref, reason="not in the registry with this content")
@@ -268,8 +267,7 @@ def _move(
             engine.tag(local.id, alias_ref)
             log(f"MOVE  {alias_ref} -> {immutable} (local only)")
             return AliasResult(alias, "moved", immutable, "locally (no push)")
-        labels = registry.labels(alias_ref)
-        if labels is not None and labels.get(CONTENT_LABEL) == plan.content_hash:
+        if registry.holds(alias_ref, plan.content_hash):
             return AliasResult(alias, "unchanged", immutable)
         image = engine.inspect(immutable) or engine.pull(immutable, settings.auth)
         engine.tag(image.id, alias_ref)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from builder.archs import Arch
 from builder.kinds import Strategy
+from builder.matrix.lock import BaseLock
 from builder.render.network import Network
 
 
@@ -31,3 +32,4 @@ class RenderOptions:
     extensions: tuple[Extension, ...] = ()
     network: Network = field(default_factory=Network)
     refresh: str = ""  # a token (e.g. 2026-W48): a new one re-runs the OS package steps
+    base_lock: BaseLock | None = field(default=None, hash=False)  # --locked: FROM image@digest (matrix.lock)

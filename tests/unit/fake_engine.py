@@ -6,8 +6,8 @@ with a failed check, an image whose contents disagree with its tag, an extension
 architecture, a rejected push. The smoke suite's report is written the way the real suite writes it:
 smoke.json and junit.xml into the host directory mounted at /torchyard-out.
 
-FakeRegistry answers `Registry.labels` from a dict; an engine given one records what it pushes there,
-so "build again, nothing pushed" can be tested without a registry.
+FakeRegistry answers `Registry.labels` (and so `Registry.holds`) from a dict; an engine given one records
+what it pushes there, so "build again, nothing pushed" can be tested without a registry.
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ class FakeRegistry(Registry):
         self.error = error
         self.asked: list[str] = []
 
-    def labels(self, ref: str) -> dict[str, str] | None:
+    def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
         if self.error is not None:
             raise self.error

@@ -61,6 +61,29 @@ def publish_result(status: str) -> Setup:
     return setup
 
 
+def network(refuse: bool) -> Setup:
+    """Upstream for verify/lock/promote: the recorded PyPI documents (tests/unit/data/upstream), or nothing
+    at all answering."""
+
+    def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+        import docker  # before requests.Session is replaced: the SDK's API client subclasses the real one
+        import requests
+        from http_kit import Net
+        from matrix_kit import BASE
+        from upstream_kit import Upstream
+
+        assert docker
+        net = (
+            Net().on(lambda sent: requests.ConnectionError("refused")) if refuse else Upstream.recorded().attach(Net())
+        )
+        (tmp / "matrix.toml").write_text(BASE)
+        monkeypatch.setenv("DOCKER_CONFIG", str(tmp / "docker-config"))
+        monkeypatch.setattr("builder.net.http.requests.Session", net.session)
+        monkeypatch.setattr("builder.net.http.time.sleep", net.waits.append)
+
+    return setup
+
+
 def _out(tmp: Path) -> str:
     return str(tmp / "out")
 
@@ -93,6 +116,19 @@ CASES = [
     Case("publish bad jobs", ("publish", "--jobs", "0"), 2),
     Case("publish an image failed", ("publish", "--no-push", "-o", "@out"), 4, publish_result("failed")),
     Case("publish all built", ("publish", "--no-push", "-o", "@out"), 0, publish_result("built")),
+    Case("matrix verify bad kind", ("matrix", "verify", "--only", "wheels"), 2),
+    Case(
+        "matrix verify drift",
+        ("--matrix", "@matrix", "matrix", "verify", "--only", "torch,companions"),
+        1,
+        network(False),
+    ),
+    Case("matrix verify unreachable", ("--matrix", "@matrix", "matrix", "verify"), 5, network(True)),
+    Case("matrix sync has it", ("--matrix", "@matrix", "matrix", "sync", "--torch", "2.5.1"), 2, network(False)),
+    Case("matrix sync not on pypi", ("--matrix", "@matrix", "matrix", "sync", "--torch", "2.6.0"), 1, network(False)),
+    Case("matrix lock unreachable", ("--matrix", "@matrix", "matrix", "lock"), 5, network(True)),
+    Case("promote bad target", ("promote", "a:1", "127.0.0.1:5000/t/b"), 2),
+    Case("promote unreachable", ("promote", "127.0.0.1:5000/t/a:1", "127.0.0.1:5000/t/b:1"), 5, network(True)),
 ]
 
 
@@ -102,7 +138,9 @@ def test_exit_code(
 ) -> None:
     if case.setup is not None:
         case.setup(monkeypatch, tmp_path)
-    argv = [a if a != "@out" else _out(tmp_path) for a in case.argv]
+    argv = [
+        _out(tmp_path) if a == "@out" else str(tmp_path / "matrix.toml") if a == "@matrix" else a for a in case.argv
+    ]
     with pytest.raises(SystemExit) as exit_:
         main(argv)
     out, err = capsys.readouterr()

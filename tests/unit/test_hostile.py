@@ -77,6 +77,7 @@ REPO_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("matrix", "ci", "--format", "github", "--repo"),
     ("matrix", "ci", "--format", "bake", "-o", "@out", "--cache-repo"),
     ("doctor", "--repo"),
+    ("matrix", "html", "-o", "@out", "--repo"),
 )
 
 

@@ -87,7 +87,14 @@ def test_the_build_command_of_each_job_reproduces_its_items_image(
         assert re.search(rf"^    {re.escape(CANDIDATES)}:{re.escape(immutable)}$", printed, re.M)
         assert job["image"] == f"{REPO}:{immutable}"
         assert shlex.split(job["smoke"])[:3] == ["docker", "pull", f"{CANDIDATES}:{immutable}"]
-        assert job["push"].endswith(f"docker push {REPO}:{immutable}")
+        assert shlex.split(job["push"]) == [
+            "torchyard",
+            "promote",
+            f"{CANDIDATES}:{immutable}",
+            f"{REPO}:{immutable}",
+            "--content-hash",
+            plan.content_hash,
+        ]
         assert shlex.split(job["publish"])[:4] == ["torchyard", "publish", "--only", item.id]
 
 

@@ -1,5 +1,6 @@
-"""The registry v2 label reader (builder/registry.py) over a fake requests session: which URL it asks,
-how it authenticates (basic, bearer token), and the one-line errors a user gets."""
+"""The registry client (builder/oci, builder/registry.py) over a fake network: which URLs it asks, how it
+authenticates (basic, bearer tokens with the scopes it needs, anonymous tokens as Docker Hub issues them),
+which platform it reads from an index, how it retries, and the one-line errors a user gets."""
 
 from __future__ import annotations
 
@@ -7,88 +8,83 @@ import base64
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
+from http_kit import Answer, Net, Sent, json_answer
 
-import builder.registry
 from builder.engine import RegistryAuth
-from builder.errors import PushError
-from builder.registry import Registry, RepoRef, parse_repo
+from builder.errors import PushError, UsageError
+from builder.net.http import Policy
+from builder.oci.client import Distribution, digest_of
+from builder.oci.refs import ImageRef, RepoRef, parse_ref, parse_repo, platform_fields, platform_of
+from builder.registry import Registry
 
 HOST = "127.0.0.1:5000"
 BASE = f"http://{HOST}/v2/team/torch"
-REF = f"{HOST}/team/torch:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-TAG_URL = f"{BASE}/manifests/2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
+TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
+REF = f"{HOST}/team/torch:{TAG}"
+TAG_URL = f"{BASE}/manifests/{TAG}"
 LABELS = {"io.torchyard.content-hash": "ab" * 32, "io.torchyard.flavor": "runtime"}
-MANIFEST = {
-    "schemaVersion": 2,
-    "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-    "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "digest": "sha256:c0"},
-    "layers": [],
-}
 CONFIG = {"architecture": "amd64", "os": "linux", "config": {"Labels": LABELS, "Env": ["PATH=/opt/venv/bin"]}}
+CONFIG_RAW = json.dumps(CONFIG).encode()
+CONFIG_DIGEST = digest_of(CONFIG_RAW)
+ARM_CONFIG: dict[str, Any] = {
+    "architecture": "arm64",
+    "os": "linux",
+    "config": {"Labels": {"io.torchyard.content-hash": "cd" * 32}},
+}
+ARM_CONFIG_RAW = json.dumps(ARM_CONFIG).encode()
+
+
+def manifest_for(config_raw: bytes) -> bytes:
+    return json.dumps(
+        {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": {
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+                "digest": digest_of(config_raw),
+                "size": len(config_raw),
+            },
+            "layers": [],
+        }
+    ).encode()
+
+
+MANIFEST = manifest_for(CONFIG_RAW)
+ARM_MANIFEST = manifest_for(ARM_CONFIG_RAW)
 INDEX: dict[str, Any] = {
     "schemaVersion": 2,
     "mediaType": "application/vnd.oci.image.index.v1+json",
     "manifests": [
-        {"digest": "sha256:arm", "platform": {"os": "linux", "architecture": "arm64"}},
-        {"digest": "sha256:amd", "platform": {"os": "linux", "architecture": "amd64"}},
-        {"digest": "sha256:att", "platform": {"os": "unknown", "architecture": "unknown"}},
+        {"digest": digest_of(ARM_MANIFEST), "platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}},
+        {"digest": digest_of(MANIFEST), "platform": {"os": "linux", "architecture": "amd64"}},
+        {"digest": "sha256:" + "0" * 64, "platform": {"os": "unknown", "architecture": "unknown"}},
     ],
 }
 
 
-@dataclass
-class Sent:
-    url: str
-    headers: dict[str, str]
-    auth: tuple[str, str] | None
-    params: dict[str, str] | None
+def store(net: Net, base: str, routes: dict[str, bytes]) -> Net:
+    """A registry holding `routes` (manifests/<ref> or blobs/<digest> -> bytes), GET and HEAD."""
+
+    def handler(sent: Sent) -> Answer | None:
+        for path, body in routes.items():
+            if sent.url.split("?")[0] == f"{base}/{path}" and sent.method in ("GET", "HEAD"):
+                return Answer(200, body, {"Docker-Content-Digest": digest_of(body)})
+        return None
+
+    return net.on(handler)
 
 
-def response(status: int, body: Any = None, headers: dict[str, str] | None = None) -> requests.Response:
-    r = requests.Response()
-    r.status_code = status
-    r._content = json.dumps(body).encode() if body is not None else b""
-    r.headers.update(headers or {})
-    return r
+def plain(net: Net) -> Net:
+    return store(net, BASE, {f"manifests/{TAG}": MANIFEST, f"blobs/{CONFIG_DIGEST}": CONFIG_RAW})
 
 
-Handler = Callable[[Sent], requests.Response]
-
-
-@dataclass
-class FakeSession:
-    """requests.Session.get, answered from `routes` (url -> body) through an optional auth gate."""
-
-    routes: dict[str, Any]
-    gate: Callable[[Sent], requests.Response | None] = lambda sent: None
-    error: Exception | None = None
-    sent: list[Sent] = field(default_factory=list)
-
-    def get(
-        self,
-        url: str,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-        auth: tuple[str, str] | None = None,
-        params: dict[str, str] | None = None,
-    ) -> requests.Response:
-        assert timeout == builder.registry.TIMEOUT
-        sent = Sent(url, dict(headers or {}), auth, params)
-        self.sent.append(sent)
-        if self.error is not None:
-            raise self.error
-        refused = self.gate(sent)
-        if refused is not None:
-            return refused
-        if url not in self.routes:
-            return response(404, {"errors": [{"code": "MANIFEST_UNKNOWN"}]})
-        return response(200, self.routes[url])
+def registry(net: Net, auth: RegistryAuth | None = None) -> Registry:
+    return Registry(auth, client=Distribution(net.http(Policy(retries=2, connect_retries=2, workers=1)), auth))
 
 
 @pytest.fixture(autouse=True)
@@ -105,20 +101,7 @@ def docker_login(config: Path, host: str, user: str, password: str) -> None:
     (config / "config.json").write_text(json.dumps({"auths": {host: {"auth": token}}}))
 
 
-@pytest.fixture
-def session(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakeSession]:
-    def make(routes: dict[str, Any], **kwargs: Any) -> FakeSession:
-        fake = FakeSession(routes, **kwargs)
-        monkeypatch.setattr("builder.registry.requests.Session", lambda: fake)
-        return fake
-
-    return make
-
-
-PLAIN = {TAG_URL: MANIFEST, f"{BASE}/blobs/sha256:c0": CONFIG}
-
-
-# --- parse_repo ------------------------------------------------------------------------------------------
+# --- references ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -138,6 +121,25 @@ PLAIN = {TAG_URL: MANIFEST, f"{BASE}/blobs/sha256:c0": CONFIG}
         ("10.0.0.5:5000/torch", "10.0.0.5:5000", "torch", "https://10.0.0.5:5000/v2/torch"),
         ("team/torch", "registry-1.docker.io", "team/torch", "https://registry-1.docker.io/v2/team/torch"),
         ("torchyard", "registry-1.docker.io", "library/torchyard", "https://registry-1.docker.io/v2/library/torchyard"),
+        (
+            "docker.io/library/debian",
+            "registry-1.docker.io",
+            "library/debian",
+            "https://registry-1.docker.io/v2/library/debian",
+        ),
+        (
+            "docker.io/debian",
+            "registry-1.docker.io",
+            "library/debian",
+            "https://registry-1.docker.io/v2/library/debian",
+        ),
+        (
+            "index.docker.io/nvidia/cuda",
+            "registry-1.docker.io",
+            "nvidia/cuda",
+            "https://registry-1.docker.io/v2/nvidia/cuda",
+        ),
+        ("ghcr.io/acme/torchyard", "ghcr.io", "acme/torchyard", "https://ghcr.io/v2/acme/torchyard"),
     ],
 )
 def test_parse_repo(repo: str, host: str, name: str, base: str) -> None:
@@ -146,19 +148,61 @@ def test_parse_repo(repo: str, host: str, name: str, base: str) -> None:
     assert found.base == base
 
 
+DIGEST = "sha256:" + "a" * 64
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("debian:bookworm-slim", ImageRef(RepoRef("registry-1.docker.io", "library/debian"), "bookworm-slim", None)),
+        (
+            "nvidia/cuda:12.4.1-base-ubuntu22.04",
+            ImageRef(RepoRef("registry-1.docker.io", "nvidia/cuda"), "12.4.1-base-ubuntu22.04", None),
+        ),
+        (f"127.0.0.1:5000/team/img@{DIGEST}", ImageRef(RepoRef(HOST, "team/img"), None, DIGEST)),
+        (f"ghcr.io/a/b:v1@{DIGEST}", ImageRef(RepoRef("ghcr.io", "a/b"), "v1", DIGEST)),
+        ("127.0.0.1:5000/team/img", ImageRef(RepoRef(HOST, "team/img"), None, None)),
+    ],
+)
+def test_parse_ref(text: str, expected: ImageRef) -> None:
+    assert parse_ref(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("Debian:12", r"bad repository name 'library/Debian'"),
+        ("debian:bad tag", r"bad tag 'bad tag'"),
+        ("debian@sha256:abc", r"bad digest 'sha256:abc'"),
+        (":x", r"no repository"),
+    ],
+)
+def test_parse_ref_refuses_with_one_line(text: str, message: str) -> None:
+    with pytest.raises(UsageError, match=rf"^SRC {re.escape(repr(text))}: {message}"):
+        parse_ref(text, "SRC")
+
+
+def test_platforms_read_and_written() -> None:
+    assert platform_of({"platform": {"os": "linux", "architecture": "arm64", "variant": "v8"}}) == "linux/arm64"
+    assert platform_of({"os": "linux", "architecture": "arm", "variant": "v7"}) == "linux/arm/v7"
+    assert platform_fields("linux/arm64") == {"os": "linux", "architecture": "arm64"}
+    with pytest.raises(UsageError, match="expected os/architecture"):
+        platform_fields("arm64")
+
+
 # --- reading labels ---------------------------------------------------------------------------------------
 
 
-def test_a_tag_the_registry_does_not_have_is_none(session: Callable[..., FakeSession]) -> None:
-    fake = session({})
-    assert Registry().labels(REF) is None
-    assert [s.url for s in fake.sent] == [TAG_URL]
+def test_a_tag_the_registry_does_not_have_is_none() -> None:
+    net = Net()
+    assert registry(net).labels(REF) is None
+    assert net.urls() == [TAG_URL]
 
 
-def test_labels_come_from_the_config_blob(session: Callable[..., FakeSession]) -> None:
-    fake = session(PLAIN)
-    assert Registry().labels(REF) == LABELS
-    manifest, blob = fake.sent
+def test_labels_come_from_the_config_blob() -> None:
+    net = plain(Net())
+    assert registry(net).labels(REF) == LABELS
+    manifest, blob = net.sent
     assert manifest.url == TAG_URL
     assert manifest.headers["Accept"].split(", ") == [
         "application/vnd.oci.image.manifest.v1+json",
@@ -166,67 +210,106 @@ def test_labels_come_from_the_config_blob(session: Callable[..., FakeSession]) -
         "application/vnd.oci.image.index.v1+json",
         "application/vnd.docker.distribution.manifest.list.v2+json",
     ]
-    assert (blob.url, blob.headers["Accept"]) == (f"{BASE}/blobs/sha256:c0", "application/json")
-    assert manifest.auth is None and "Authorization" not in manifest.headers
+    assert (blob.url, blob.headers["Accept"]) == (f"{BASE}/blobs/{CONFIG_DIGEST}", "application/json")
+    assert "Authorization" not in manifest.headers
 
 
-def test_an_image_without_labels_has_none(session: Callable[..., FakeSession]) -> None:
-    session({TAG_URL: MANIFEST, f"{BASE}/blobs/sha256:c0": {"config": {"Labels": None}}})
-    assert Registry().labels(REF) == {}
+def test_an_image_without_labels_has_none() -> None:
+    bare = json.dumps({"config": {"Labels": None}}).encode()
+    net = store(Net(), BASE, {f"manifests/{TAG}": manifest_for(bare), f"blobs/{digest_of(bare)}": bare})
+    assert registry(net).labels(REF) == {}
 
 
-def test_a_manifest_without_config_is_none(session: Callable[..., FakeSession]) -> None:
-    session({TAG_URL: {"schemaVersion": 1, "fsLayers": []}})
-    assert Registry().labels(REF) is None
+def test_a_manifest_without_config_is_none() -> None:
+    net = store(Net(), BASE, {f"manifests/{TAG}": json.dumps({"schemaVersion": 1, "fsLayers": []}).encode()})
+    assert registry(net).labels(REF) is None
 
 
-def test_an_index_leads_to_the_linux_amd64_manifest(session: Callable[..., FakeSession]) -> None:
-    fake = session({TAG_URL: INDEX, f"{BASE}/manifests/sha256:amd": MANIFEST, f"{BASE}/blobs/sha256:c0": CONFIG})
-    assert Registry().labels(REF) == LABELS
-    assert [s.url for s in fake.sent] == [TAG_URL, f"{BASE}/manifests/sha256:amd", f"{BASE}/blobs/sha256:c0"]
+def indexed(net: Net, listing: dict[str, Any]) -> Net:
+    return store(
+        net,
+        BASE,
+        {
+            f"manifests/{TAG}": json.dumps(listing).encode(),
+            f"manifests/{digest_of(MANIFEST)}": MANIFEST,
+            f"manifests/{digest_of(ARM_MANIFEST)}": ARM_MANIFEST,
+            f"blobs/{CONFIG_DIGEST}": CONFIG_RAW,
+            f"blobs/{digest_of(ARM_CONFIG_RAW)}": ARM_CONFIG_RAW,
+        },
+    )
 
 
-def test_a_docker_manifest_list_without_media_type_is_an_index_too(session: Callable[..., FakeSession]) -> None:
-    listing = {"schemaVersion": 2, "manifests": INDEX["manifests"]}
-    session({TAG_URL: listing, f"{BASE}/manifests/sha256:amd": MANIFEST, f"{BASE}/blobs/sha256:c0": CONFIG})
-    assert Registry().labels(REF) == LABELS
+def test_an_index_leads_to_the_asked_platform() -> None:
+    net = indexed(Net(), INDEX)
+    assert registry(net).labels(REF) == LABELS
+    assert net.urls() == [TAG_URL, f"{BASE}/manifests/{digest_of(MANIFEST)}", f"{BASE}/blobs/{CONFIG_DIGEST}"]
+    assert registry(indexed(Net(), INDEX)).labels(REF, "linux/arm64") == ARM_CONFIG["config"]["Labels"]
 
 
-def test_an_index_without_amd64_is_a_clear_error(session: Callable[..., FakeSession]) -> None:
-    only_arm = dict(INDEX, manifests=INDEX["manifests"][:1])
-    session({TAG_URL: only_arm})
+def test_a_docker_manifest_list_without_media_type_is_an_index_too() -> None:
+    net = indexed(Net(), {"schemaVersion": 2, "manifests": INDEX["manifests"]})
+    assert registry(net).labels(REF) == LABELS
+
+
+def test_an_index_without_the_platform_is_a_clear_error() -> None:
+    net = indexed(Net(), dict(INDEX, manifests=INDEX["manifests"][:1]))
     with pytest.raises(PushError, match=r"^the registry holds no linux/amd64 image under this tag$"):
-        Registry().labels(REF)
+        registry(net).labels(REF)
 
 
-def test_docker_hub_is_asked_over_https(session: Callable[..., FakeSession]) -> None:
-    fake = session({})
-    assert Registry().labels("torchyard:latest-runtime") is None
-    assert fake.sent[0].url == "https://registry-1.docker.io/v2/library/torchyard/manifests/latest-runtime"
+def test_a_manifest_whose_content_is_not_its_digest_is_refused() -> None:
+    wrong = dict(
+        INDEX, manifests=[{"digest": "sha256:" + "1" * 64, "platform": {"os": "linux", "architecture": "amd64"}}]
+    )
+    net = store(Net(), BASE, {f"manifests/{TAG}": json.dumps(wrong).encode(), f"manifests/sha256:{'1' * 64}": MANIFEST})
+    with pytest.raises(PushError, match=r"answered team/torch@sha256:1{64} with content of sha256:"):
+        registry(net).labels(REF)
+
+
+def test_docker_hub_is_asked_over_https_on_its_api_host() -> None:
+    net = Net()
+    assert registry(net).labels("torchyard:latest-runtime") is None
+    assert registry(net).labels("docker.io/library/debian:bookworm-slim") is None
+    assert net.urls() == [
+        "https://registry-1.docker.io/v2/library/torchyard/manifests/latest-runtime",
+        "https://registry-1.docker.io/v2/library/debian/manifests/bookworm-slim",
+    ]
+
+
+def test_holds_compares_the_content_hash() -> None:
+    assert registry(plain(Net())).holds(REF, "ab" * 32)
+    assert not registry(plain(Net())).holds(REF, "cd" * 32)
+    assert not registry(Net()).holds(REF, "ab" * 32)
+    assert registry(indexed(Net(), INDEX)).holds(REF, "cd" * 32, "linux/arm64")
 
 
 # --- authentication ---------------------------------------------------------------------------------------
 
 AUTH = RegistryAuth("ci", "registry-pa55")
+GOOD_BASIC = base64.b64encode(b"ci:registry-pa55").decode()
 
 
-def basic_gate(sent: Sent) -> requests.Response | None:
+def basic_gate(net: Net) -> Net:
     """htpasswd registry: anything without the right basic credentials is 401 with a Basic challenge."""
-    if sent.auth == ("ci", "registry-pa55"):
-        return None
-    return response(401, {"errors": [{"code": "UNAUTHORIZED"}]}, {"WWW-Authenticate": 'Basic realm="Registry"'})
+
+    def gate(sent: Sent) -> Answer | None:
+        if sent.basic == GOOD_BASIC:
+            return None
+        return Answer(401, b'{"errors":[]}', {"WWW-Authenticate": 'Basic realm="Registry"'})
+
+    return net.on(gate)
 
 
-def test_basic_auth_registry_gets_the_credentials(session: Callable[..., FakeSession]) -> None:
-    fake = session(PLAIN, gate=basic_gate)
-    assert Registry(AUTH).labels(REF) == LABELS
-    assert [s.auth for s in fake.sent] == [("ci", "registry-pa55")] * 2
+def test_basic_auth_registry_gets_the_credentials() -> None:
+    net = plain(basic_gate(Net()))
+    assert registry(net, AUTH).labels(REF) == LABELS
+    assert [s.basic for s in net.sent] == [GOOD_BASIC] * 2
 
 
-def test_basic_auth_registry_without_credentials_says_how_to_give_them(session: Callable[..., FakeSession]) -> None:
-    session(PLAIN, gate=basic_gate)
+def test_basic_auth_registry_without_credentials_says_how_to_give_them() -> None:
+    net = plain(basic_gate(Net()))
     with pytest.raises(PushError) as raised:
-        Registry().labels(REF)
+        registry(net).labels(REF)
     assert str(raised.value) == (
         f"registry {HOST} refused to read team/torch (HTTP 401): "
         f"give credentials with --registry-user / TORCHYARD_REGISTRY_PASSWORD, or docker login {HOST}"
@@ -234,86 +317,102 @@ def test_basic_auth_registry_without_credentials_says_how_to_give_them(session: 
     assert raised.value.exit_code == 5
 
 
-def test_the_users_docker_login_for_that_registry_is_used(
-    session: Callable[..., FakeSession], no_docker_login: Path
-) -> None:
+def test_the_users_docker_login_for_that_registry_is_used(no_docker_login: Path) -> None:
     docker_login(no_docker_login, HOST, "ci", "registry-pa55")
-    fake = session(PLAIN, gate=basic_gate)
-    assert Registry().labels(REF) == LABELS
-    assert [s.auth for s in fake.sent] == [("ci", "registry-pa55")] * 2
+    net = plain(basic_gate(Net()))
+    assert registry(net).labels(REF) == LABELS
 
 
-def test_given_credentials_win_over_docker_login_and_other_hosts_logins_are_not_sent(
-    session: Callable[..., FakeSession], no_docker_login: Path
-) -> None:
+def test_given_credentials_win_over_docker_login_and_other_hosts_logins_are_not_sent(no_docker_login: Path) -> None:
     docker_login(no_docker_login, HOST, "someone", "else")
-    fake = session(PLAIN, gate=basic_gate)
-    assert Registry(AUTH).labels(REF) == LABELS
-    assert {s.auth for s in fake.sent} == {("ci", "registry-pa55")}
+    net = plain(basic_gate(Net()))
+    assert registry(net, AUTH).labels(REF) == LABELS
+    assert {s.basic for s in net.sent} == {GOOD_BASIC}
     docker_login(no_docker_login, "registry.corp.example", "ci", "registry-pa55")
     with pytest.raises(PushError, match="refused to read team/torch"):
-        Registry().labels(REF)
+        registry(plain(basic_gate(Net()))).labels(REF)
 
 
-def test_an_unreadable_docker_config_is_no_login(session: Callable[..., FakeSession], no_docker_login: Path) -> None:
+def test_an_unreadable_docker_config_is_no_login(no_docker_login: Path) -> None:
     no_docker_login.mkdir()
     (no_docker_login / "config.json").write_text("{not json")
-    session(PLAIN, gate=basic_gate)
     with pytest.raises(PushError, match=r"\(HTTP 401\): give credentials"):
-        Registry().labels(REF)
+        registry(plain(basic_gate(Net()))).labels(REF)
 
 
-def test_wrong_credentials_are_refused_the_same_way(session: Callable[..., FakeSession]) -> None:
-    session(PLAIN, gate=basic_gate)
+def test_wrong_credentials_are_refused_the_same_way() -> None:
     with pytest.raises(PushError, match=r"refused to read team/torch \(HTTP 401\)"):
-        Registry(RegistryAuth("ci", "wrong")).labels(REF)
+        registry(plain(basic_gate(Net())), RegistryAuth("ci", "wrong")).labels(REF)
 
 
-def test_forbidden_is_refused(session: Callable[..., FakeSession]) -> None:
-    session(PLAIN, gate=lambda sent: response(403, {}))
+def test_forbidden_is_refused() -> None:
+    net = Net().on(lambda sent: Answer(403, b"{}"))
     with pytest.raises(PushError, match=r"refused to read team/torch \(HTTP 403\)"):
-        Registry(AUTH).labels(REF)
+        registry(net, AUTH).labels(REF)
 
 
 REALM = "https://auth.corp.example/token"
 CHALLENGE = f'Bearer realm="{REALM}",service="registry.corp.example",scope="repository:team/torch:pull"'
 
 
-def bearer_gate(token_key: str = "token") -> Callable[[Sent], requests.Response | None]:
-    def gate(sent: Sent) -> requests.Response | None:
-        if sent.url == REALM:
-            if sent.auth != ("ci", "registry-pa55"):
-                return response(401, {"details": "incorrect username or password"})
-            return response(200, {token_key: "tok-123", "expires_in": 300})
-        if sent.headers.get("Authorization") == "Bearer tok-123":
+def bearer_gate(token_key: str = "token", anonymous: bool = False) -> Callable[[Sent], Answer | None]:
+    def gate(sent: Sent) -> Answer | None:
+        if sent.url.startswith(REALM):
+            if not anonymous and sent.basic != GOOD_BASIC:
+                return json_answer({"details": "incorrect username or password"}, status=401)
+            return json_answer({token_key: "tok-123", "expires_in": 300})
+        if sent.bearer == "tok-123":
             return None
-        return response(401, {"errors": [{"code": "UNAUTHORIZED"}]}, {"WWW-Authenticate": CHALLENGE})
+        return Answer(401, b'{"errors":[]}', {"WWW-Authenticate": CHALLENGE})
 
     return gate
 
 
 @pytest.mark.parametrize("token_key", ["token", "access_token"])
-def test_bearer_registry_gets_a_token_once(session: Callable[..., FakeSession], token_key: str) -> None:
-    fake = session(PLAIN, gate=bearer_gate(token_key))
-    assert Registry(AUTH).labels(REF) == LABELS
-    assert [s.url for s in fake.sent] == [TAG_URL, REALM, TAG_URL, f"{BASE}/blobs/sha256:c0"]
-    token = fake.sent[1]
-    assert (token.auth, token.params) == (
-        ("ci", "registry-pa55"),
-        {"service": "registry.corp.example", "scope": "repository:team/torch:pull"},
-    )
-    assert fake.sent[2].headers["Authorization"] == "Bearer tok-123"
-    assert (fake.sent[3].headers["Authorization"], fake.sent[3].auth) == ("Bearer tok-123", None)
+def test_bearer_registry_gets_a_token_once(token_key: str) -> None:
+    net = plain(Net().on(bearer_gate(token_key)))
+    assert registry(net, AUTH).labels(REF) == LABELS
+    assert [s.url.split("?")[0] for s in net.sent] == [TAG_URL, REALM, TAG_URL, f"{BASE}/blobs/{CONFIG_DIGEST}"]
+    token = net.sent[1]
+    assert token.basic == GOOD_BASIC
+    assert token.query == {"service": ["registry.corp.example"], "scope": ["repository:team/torch:pull"]}
+    assert net.sent[2].bearer == "tok-123"
+    assert (net.sent[3].bearer, net.sent[3].basic) == ("tok-123", None)
 
 
-def test_a_token_service_that_refuses_is_named(session: Callable[..., FakeSession]) -> None:
-    session(PLAIN, gate=bearer_gate())
+def test_docker_hub_style_anonymous_tokens_need_no_credentials() -> None:
+    net = plain(Net().on(bearer_gate(anonymous=True)))
+    assert registry(net).labels(REF) == LABELS
+    assert net.sent[1].basic is None
+
+
+def test_a_token_service_that_refuses_is_named() -> None:
     with pytest.raises(PushError) as raised:
-        Registry().labels(REF)
+        registry(plain(Net().on(bearer_gate()))).labels(REF)
     assert str(raised.value) == f"token service {REALM} refused (HTTP 401)"
 
 
-# --- unreachable, broken ----------------------------------------------------------------------------------
+def test_an_expired_token_is_renewed_on_the_next_401() -> None:
+    tokens = iter(["tok-1", "tok-2"])
+    current = {"valid": ""}
+
+    def gate(sent: Sent) -> Answer | None:
+        if sent.url.startswith(REALM):
+            current["valid"] = next(tokens)
+            return json_answer({"token": current["valid"], "expires_in": 300})
+        if sent.bearer == current["valid"]:
+            return None
+        return Answer(401, b"", {"WWW-Authenticate": CHALLENGE})
+
+    net = plain(Net().on(gate))
+    client = registry(net)
+    assert client.labels(REF) == LABELS
+    current["valid"] = "revoked"
+    assert client.labels(REF) == LABELS
+    assert [s.bearer for s in net.sent if s.url == TAG_URL] == [None, "tok-1", "tok-1", "tok-2"]
+
+
+# --- unreachable, broken, busy ----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -324,28 +423,34 @@ def test_a_token_service_that_refuses_is_named(session: Callable[..., FakeSessio
         (requests.exceptions.SSLError("CERTIFICATE_VERIFY_FAILED"), "SSLError"),
     ],
 )
-def test_an_unreachable_registry_is_a_push_error(
-    session: Callable[..., FakeSession], error: Exception, name: str
-) -> None:
-    session(PLAIN, error=error)
+def test_an_unreachable_registry_is_a_push_error_after_the_retries(error: Exception, name: str) -> None:
+    net = Net().on(lambda sent: error)
     with pytest.raises(PushError) as raised:
-        Registry(AUTH).labels(REF)
+        registry(net, AUTH).labels(REF)
     assert str(raised.value) == f"registry {HOST} is unreachable: {name}"
     assert raised.value.exit_code == 5
+    assert len(net.sent) == 3 and len(net.waits) == 2
 
 
-def test_a_server_error_names_the_status_and_url(session: Callable[..., FakeSession]) -> None:
-    session(PLAIN, gate=lambda sent: response(500, {}))
+def test_a_lasting_server_error_names_the_status_and_url() -> None:
+    net = Net().on(lambda sent: Answer(500, b"{}"))
     with pytest.raises(PushError) as raised:
-        Registry().labels(REF)
+        registry(net).labels(REF)
     assert str(raised.value) == f"registry {HOST} answered HTTP 500 for {TAG_URL}"
+    assert len(net.sent) == 3
 
 
-def test_credentials_never_reach_an_error_message(session: Callable[..., FakeSession]) -> None:
+def test_429_and_503_are_waited_out() -> None:
+    busy = iter([Answer(429, b"", {"Retry-After": "2"}), Answer(503, b"")])
+    net = plain(Net().on(lambda sent: next(busy, None)))
+    assert registry(net).labels(REF) == LABELS
+    assert net.waits == [2.0, 1.0]
+
+
+def test_credentials_never_reach_an_error_message() -> None:
     messages = []
-    for gate in (basic_gate, bearer_gate(), lambda sent: response(500, {})):
-        session(PLAIN, gate=gate)
+    for net in (plain(basic_gate(Net())), plain(Net().on(bearer_gate())), Net().on(lambda s: Answer(500, b""))):
         with pytest.raises(PushError) as raised:
-            Registry(RegistryAuth("ci", "wrong-pa55")).labels(REF)
+            registry(net, RegistryAuth("ci", "wrong-pa55")).labels(REF)
         messages.append(str(raised.value))
     assert not [m for m in messages if re.search("pa55|ci:", m)]

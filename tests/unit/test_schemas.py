@@ -88,6 +88,42 @@ def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[
     return Report(items, [], 1.0).as_json()
 
 
+def _verify(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    from http_kit import Net
+    from matrix_kit import BASE
+    from upstream_kit import Upstream
+
+    (tmp_path / "matrix.toml").write_text(BASE)
+    net = Upstream.recorded().attach(Net())
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("builder.net.http.requests.Session", net.session)
+        patch.setattr("builder.net.http.time.sleep", net.waits.append)
+        return cli(
+            capsys,
+            "--matrix",
+            str(tmp_path / "matrix.toml"),
+            "matrix",
+            "verify",
+            "--only",
+            "torch,companions",
+            "--json",
+        )
+
+
+def _promote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    import docker  # imported before requests.Session is patched: its API client subclasses the real one
+    from http_kit import Net
+    from registry_kit import MemoryRegistry
+
+    assert docker
+    net = Net()
+    MemoryRegistry("127.0.0.1:5000").attach(net).add_image("team/cand", "t1")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("builder.net.http.requests.Session", net.session)
+        patch.setenv("DOCKER_CONFIG", str(tmp_path))
+        return cli(capsys, "promote", "127.0.0.1:5000/team/cand:t1", "127.0.0.1:5000/team/pub:t1", "--json")
+
+
 RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]] = {
     "`torchyard lookup --json`": lambda c, t: cli(c, "lookup", "--driver", "535", "--gpu", "RTX 4090", "--json"),
     "`torchyard explain --json`": lambda c, t: cli(c, "explain", "--gpu", "RTX 4090", "--json"),
@@ -99,6 +135,8 @@ RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]]
     "`torchyard matrix publish --json`": lambda c, t: cli(c, "matrix", "publish", "--json"),
     "`torchyard render --json` (and plan.json)": lambda c, t: cli(c, "render", "-o", str(t / "r"), "--json"),
     "`torchyard publish --report FILE`": _publish_report,
+    "`torchyard matrix verify --json`": _verify,
+    "`torchyard promote SRC DST --json`": _promote,
 }
 
 

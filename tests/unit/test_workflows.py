@@ -24,8 +24,8 @@ def _load(name: str) -> dict[str, Any]:
     return data
 
 
-def test_both_workflows_exist() -> None:
-    assert [p.name for p in WORKFLOWS] == ["ci.yml", "publish.yml"]
+def test_the_workflows_exist() -> None:
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "publish.yml", "verify.yml"]
 
 
 def test_actionlint_finds_nothing() -> None:
@@ -59,7 +59,7 @@ def test_actions_are_pinned_by_commit_sha(workflow: Path) -> None:
     assert [u for u in uses if not re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u)] == []
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "publish.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "publish.yml", "verify.yml"])
 def test_least_privilege(name: str) -> None:
     data = _load(name)
     assert data["permissions"] == {"contents": "read"}
@@ -67,7 +67,15 @@ def test_least_privilege(name: str) -> None:
         granted = job.get("permissions", {})
         assert set(granted.values()) <= {"read", "write"}
         if granted.get("packages") == "write":
-            assert name == "publish.yml" and job_name in {"build", "push", "aliases"}
+            # gpu-smoke promotes what it verified (registry-side, the GITHUB_TOKEN of the run)
+            assert name == "publish.yml" and job_name in {"build", "gpu-smoke", "aliases"}
+        if "pages" in granted or "id-token" in granted:
+            assert (name, job_name, granted) == (
+                "publish.yml",
+                "pages",
+                {"contents": "read", "pages": "write", "id-token": "write"},
+            )
+        assert not {k for k, v in granted.items() if v == "write"} - {"packages", "pages", "id-token"}
 
 
 def test_publish_pushes_only_from_main_or_tags_on_a_schedule_too() -> None:
@@ -75,8 +83,45 @@ def test_publish_pushes_only_from_main_or_tags_on_a_schedule_too() -> None:
     triggers = data[True]  # type: ignore[index]  # YAML 1.1 reads the key `on` as True
     assert triggers["push"] == {"branches": ["main"], "tags": ["v*"]}
     assert "schedule" in triggers and "concurrency" in data
-    assert data["jobs"]["push"]["if"] == "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/')"
+    main_or_tags = "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/')"
+    promote = data["jobs"]["gpu-smoke"]["steps"][-1]
+    assert (promote["if"], promote["run"]) == (main_or_tags, "${{ matrix.push }}")
+    assert main_or_tags in data["jobs"]["aliases"]["if"]
+    assert data["jobs"]["pages"]["if"] == "github.ref == 'refs/heads/main'"
     assert data["jobs"]["gpu-smoke"]["runs-on"] == "${{ matrix.smoke-runs-on }}"
+
+
+def test_one_failing_image_does_not_hold_back_the_others() -> None:
+    """A matrix job that `needs` another is skipped when any leg of it failed, unless its `if` says
+    !cancelled(): then each leg decides for itself (its candidate is there with its content, or not)."""
+    jobs = _load("publish.yml")["jobs"]
+    for name in ("gpu-smoke", "aliases"):
+        assert jobs[name]["if"].startswith("${{ !cancelled() && needs.plan.result == 'success'"), name
+    assert jobs["build"]["strategy"]["fail-fast"] is False and jobs["gpu-smoke"]["strategy"]["fail-fast"] is False
+    assert "push" not in jobs, "no job waits for the whole smoke matrix before promoting"
+    steps = [step.get("run", "") for step in jobs["gpu-smoke"]["steps"]]
+    assert steps[-2:] == ["${{ matrix.smoke }}", "${{ matrix.push }}"]
+
+
+def test_promotion_moves_no_image_through_the_runner() -> None:
+    text = (ROOT / ".github/workflows/publish.yml").read_text()
+    assert "docker push" not in text and "docker tag" not in text
+
+
+def test_the_page_is_built_by_torchyard_and_deployed_by_pages() -> None:
+    steps = _load("publish.yml")["jobs"]["pages"]["steps"]
+    assert 'torchyard matrix html -o site --repo "$REPO"' in [s.get("run") for s in steps]
+    uses = [s["uses"].split("@")[0] for s in steps if "uses" in s]
+    assert uses[-2:] == ["actions/upload-pages-artifact", "actions/deploy-pages"]
+
+
+def test_verify_runs_weekly_and_on_matrix_changes_and_fails_on_drift() -> None:
+    data = _load("verify.yml")
+    triggers = data[True]  # type: ignore[index]
+    assert triggers["schedule"] and set(triggers["pull_request"]["paths"]) == {"matrix.toml", "matrix.lock"}
+    run = data["jobs"]["verify"]["steps"][-1]["run"]
+    # no `|| true`, no `set +e`: the exit code of verify (1 drift, 5 unreachable) is the step's
+    assert run == 'torchyard --matrix matrix.toml matrix verify --markdown >> "$GITHUB_STEP_SUMMARY"'
 
 
 def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,8 +163,22 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
         for job, body in data["jobs"].items()
         if body.get("strategy", {}).get("matrix") == "${{ fromJSON(needs.plan.outputs.matrix) }}"
     }
-    assert consumed == {"build", "gpu-smoke", "push"}
+    assert consumed == {"build", "gpu-smoke"}
     expressions = re.findall(r"\$\{\{(.*?)\}\}", (ROOT / ".github/workflows/publish.yml").read_text())
     referenced = {name for e in expressions for name in re.findall(r"(?<![\w.])matrix\.([\w-]+)", e)}
     assert referenced == {"id", "runs-on", "smoke-runs-on", "build", "smoke", "push"}
     assert printed["include"] and all(referenced <= set(entry) for entry in printed["include"])
+
+
+def test_the_lock_the_plan_resolves_reaches_every_job_that_plans_images() -> None:
+    """Renders in CI pin image@digest (TORCHYARD_LOCKED): the build legs and the aliases job must plan with
+    the very lock the plan job resolved, or their content hashes would not be the plan's."""
+    data = _load("publish.yml")
+    assert data["env"]["TORCHYARD_LOCKED"] == "1" and data["env"]["TORCHYARD_MATRIX"] == "matrix.toml"
+    plan = [s.get("run", "") for s in data["jobs"]["plan"]["steps"]]
+    assert any(r.startswith("torchyard matrix lock\n") for r in plan)
+    assert data["jobs"]["plan"]["outputs"]["lock"] == "${{ steps.lock.outputs.lock }}"
+    for job in ("build", "aliases"):
+        runs = [s.get("run", "") for s in data["jobs"][job]["steps"]]
+        restore = runs.index('echo "$LOCK" | base64 -d > matrix.lock')
+        assert restore == len(runs) - 2, job  # right before the step that plans

@@ -1,0 +1,50 @@
+"""`torchyard promote SRC DST`: copy a verified image to its public tag registry-side."""
+
+from __future__ import annotations
+
+import re
+
+import click
+
+from builder.cli.output import emit_json
+from builder.cli.registry_flags import registry_auth, registry_options
+from builder.errors import UsageError
+from builder.oci.refs import parse_ref
+
+_HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+@click.command("promote")
+@click.argument("source", metavar="SRC")
+@click.argument("target", metavar="DST")
+@click.option(
+    "--content-hash",
+    metavar="SHA256",
+    help="Promote only if every platform image of SRC carries this io.torchyard.content-hash label.",
+)
+@registry_options
+@click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+def promote_cmd(
+    source: str,
+    target: str,
+    content_hash: str | None,
+    registry_user: str | None,
+    registry_password_stdin: bool,
+    as_json: bool,
+) -> None:
+    """Copy SRC (repo:tag or repo@digest) to DST (repo:tag) inside the registry: blobs by cross-repository
+    mount (copied when SRC is on another registry), then the manifest or index byte for byte, so DST has
+    SRC's digest. Nothing is pulled through a Docker engine."""
+    from builder.oci.client import Distribution
+    from builder.oci.promote import promote
+
+    src, dst = parse_ref(source, "SRC"), parse_ref(target, "DST")
+    if dst.tag is None or dst.digest is not None:
+        raise UsageError(f"DST {target!r}: name a tag (repo:tag) to promote to")
+    if content_hash is not None and not _HASH.match(content_hash):
+        raise UsageError(f"--content-hash {content_hash!r}: expected 64 lower-case hex digits")
+    result = promote(Distribution(auth=registry_auth(registry_user, registry_password_stdin)), src, dst, content_hash)
+    if as_json:
+        emit_json({"schema": 1, **result.as_json()})
+    else:
+        click.echo(result.summary())

@@ -1,0 +1,1 @@
+"""Upstream HTTP: one client with retries, a budget, counters and a cache."""

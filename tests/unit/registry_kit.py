@@ -1,0 +1,109 @@
+"""An in-memory registry (distribution API v2) behind the fake network of http_kit: manifests by tag and
+digest, blobs, uploads (POST + PUT), cross-repository mounts; it records what it did."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from http_kit import Answer, Net, Sent
+
+from builder.oci.client import DOCKER_MANIFEST, digest_of
+
+_PATH = re.compile(r"^/v2/(?P<name>.+?)/(?P<kind>manifests|blobs)/(?P<rest>.*)$")
+
+
+@dataclass
+class MemoryRegistry:
+    host: str
+    blobs: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (repo, digest)
+    manifests: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict)  # (repo, ref) -> (raw, type)
+    mountable: bool = True
+    mounts: list[tuple[str, str, str]] = field(default_factory=list)  # (from, to, digest)
+    uploads: list[tuple[str, str]] = field(default_factory=list)  # (repo, digest)
+    _sessions: int = 0
+
+    def attach(self, net: Net) -> MemoryRegistry:
+        net.on(self.handle)
+        return self
+
+    def handle(self, sent: Sent) -> Answer | None:
+        if not sent.url.startswith(f"http://{self.host}/v2/"):
+            return None
+        path = sent.path
+        if path.endswith("/blobs/uploads/") and sent.method == "POST":
+            return self._start(path[len("/v2/") : -len("/blobs/uploads/")], sent)
+        if "/blobs/uploads/session-" in path and sent.method == "PUT":
+            return self._finish(path[len("/v2/") :].split("/blobs/uploads/")[0], sent)
+        match = _PATH.match(path)
+        if match is None:
+            return Answer(404, b"")
+        if match["kind"] == "blobs":
+            blob = self.blobs.get((match["name"], match["rest"]))
+            return Answer(200, blob, {"Docker-Content-Digest": match["rest"]}) if blob is not None else Answer(404, b"")
+        return self._manifest(match["name"], match["rest"], sent)
+
+    def _manifest(self, name: str, ref: str, sent: Sent) -> Answer:
+        if sent.method == "PUT":
+            digest = digest_of(sent.body)
+            media = sent.headers.get("Content-Type", "")
+            self.manifests[name, ref] = self.manifests[name, digest] = (sent.body, media)
+            return Answer(201, b"", {"Docker-Content-Digest": digest})
+        found = self.manifests.get((name, ref))
+        if found is None:
+            return Answer(404, b"")
+        return Answer(200, found[0], {"Content-Type": found[1], "Docker-Content-Digest": digest_of(found[0])})
+
+    def _finish(self, name: str, sent: Sent) -> Answer:
+        digest = sent.query["digest"][0]
+        assert digest == digest_of(sent.body), "uploaded bytes do not match the digest"
+        self.blobs[name, digest] = sent.body
+        self.uploads.append((name, digest))
+        return Answer(201, b"", {"Docker-Content-Digest": digest})
+
+    def _start(self, name: str, sent: Sent) -> Answer:
+        mount, source = sent.query.get("mount", [None])[0], sent.query.get("from", [None])[0]
+        if mount and source and self.mountable and (source, mount) in self.blobs:
+            self.blobs[name, mount] = self.blobs[source, mount]
+            self.mounts.append((source, name, mount))
+            return Answer(201, b"", {"Location": f"/v2/{name}/blobs/{mount}"})
+        self._sessions += 1
+        return Answer(202, b"", {"Location": f"/v2/{name}/blobs/uploads/session-{self._sessions}?_state=x"})
+
+    def add_image(self, name: str, tag: str, *, arch: str = "amd64", labels: dict[str, str] | None = None) -> str:
+        config = json.dumps({"architecture": arch, "os": "linux", "config": {"Labels": labels or {}}}).encode()
+        layer = hashlib.sha256(f"{name}{tag}{arch}".encode()).digest() * 100
+        for blob in (config, layer):
+            self.blobs[name, digest_of(blob)] = blob
+        manifest = json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": DOCKER_MANIFEST,
+                "config": {"mediaType": "application/json", "digest": digest_of(config), "size": len(config)},
+                "layers": [{"mediaType": "x", "digest": digest_of(layer), "size": len(layer)}],
+            }
+        ).encode()
+        digest = digest_of(manifest)
+        self.manifests[name, tag] = self.manifests[name, digest] = (manifest, DOCKER_MANIFEST)
+        return digest
+
+    def add_index(self, name: str, tag: str, children: dict[str, str]) -> str:
+        index: dict[str, Any] = {
+            "schemaVersion": 2,
+            "mediaType": "application/vnd.oci.image.index.v1+json",
+            "manifests": [
+                {
+                    "mediaType": DOCKER_MANIFEST,
+                    "digest": digest,
+                    "size": len(self.manifests[name, digest][0]),
+                    "platform": dict(zip(("os", "architecture"), platform.split("/"), strict=True)),
+                }
+                for platform, digest in children.items()
+            ],
+        }
+        raw = json.dumps(index).encode()
+        self.manifests[name, tag] = self.manifests[name, digest_of(raw)] = (raw, str(index["mediaType"]))
+        return digest_of(raw)

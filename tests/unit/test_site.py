@@ -1,0 +1,73 @@
+"""The compatibility page's data (builder/site/data.py) on the small test matrix with a publish set: every
+selector answer equals what lookup decides for that query, restricted to the published combinations, and
+the page is one self-contained file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from matrix_kit import BASE
+
+from builder.matrix import Matrix, load_matrix
+from builder.resolve.query import RawQuery, parse_query
+from builder.resolve.resolver import lookup
+from builder.site.data import page_data
+from builder.site.render import render_page
+
+PUBLISHED = (
+    BASE
+    + """
+[[publish]]
+name = "cuda12"
+torch = "==2.5.1"
+variants = ["cu124", "cu118"]
+python = ["system", "3.12"]
+os = ["debian12"]
+flavors = ["runtime"]
+"""
+)
+
+
+def small(tmp_path: Path) -> Matrix:
+    path = tmp_path / "matrix.toml"
+    path.write_text(PUBLISHED)
+    return load_matrix(path)
+
+
+def test_every_answer_is_lookups_answer(tmp_path: Path) -> None:
+    m = small(tmp_path)
+    data = page_data(m, "ghcr.io/acme/torchyard")
+    combos = [c["id"] for c in data["combos"]]
+    assert len(data["images"]) == 4 and len(combos) == 4
+    checked = 0
+    for d, driver in enumerate(data["drivers"]):
+        for g, gpu in enumerate(data["gpus"]):
+            for p, platform in enumerate(data["platforms"]):
+                answer = data["answers"][data["cells"][d][g][p]]
+                q = parse_query(m, RawQuery(driver=driver or None, gpus=(gpu,) if gpu else (), platform=platform))
+                found = lookup(m, q)
+                valid = [r.combo.id for r in found.valid if r.combo.id in combos]
+                ranked = sorted((v, combos[i]) for i, v in enumerate(answer) if v >= 0)
+                assert [c for _, c in ranked] == valid, (driver, gpu, platform)
+                reasons = {r.combo.id: r.first_failure for r in found.rejected if r.combo.id in combos}
+                for i, v in enumerate(answer):
+                    if v < 0 and combos[i] in reasons:
+                        failure = reasons[combos[i]]
+                        assert failure is not None
+                        assert data["reasons"][-1 - v] == f"{failure.rule}: {failure.reason}"
+                checked += 1
+    assert checked == len(data["drivers"]) * len(data["gpus"]) * 2
+
+
+def test_the_page_is_one_self_contained_file_with_its_data(tmp_path: Path) -> None:
+    html = render_page(small(tmp_path), "ghcr.io/acme/torchyard")
+    for needle in ("<link", " src=", "@import", "url(", "fetch(", "http://", "XMLHttpRequest"):
+        assert needle not in html
+    payload = html.split('<script id="data" type="application/json">', 1)[1].split("</script>", 1)[0]
+    data = json.loads(payload)
+    assert data["schema"] == 1 and data["repo"] == "ghcr.io/acme/torchyard"
+    assert "docker run --gpus all --rm -it ghcr.io/acme/torchyard:2.5.1-cuda12.4-cudnn9-py3.11-debian12-runtime" in {
+        i["run"] for i in data["images"]
+    }
+    assert "<td>2.5.1</td>" in html and "sm_86 sm_90" in html
