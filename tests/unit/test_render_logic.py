@@ -65,7 +65,7 @@ def _require(ident: str, strategy: Strategy = Strategy.WHEELS) -> str:
         for stage in ("runtime", "devel")
         if stage in stages(p.dockerfile)
     }
-    values |= {t.manifest["nvidia_require_cuda"] for t in p.targets}
+    values |= {str(t.manifest.nvidia_require_cuda) for t in p.targets}
     assert len(values) == 1, values  # runtime, devel and the manifests agree
     return values.pop()
 
@@ -113,7 +113,7 @@ def test_cuda_base_11_8_keeps_the_470_exception() -> None:
 def test_cpu_images_carry_no_nvidia_contract() -> None:
     p = plan(CPU)
     assert "NVIDIA_" not in p.dockerfile
-    assert {t.manifest["nvidia_require_cuda"] for t in p.targets} == {None}
+    assert {t.manifest.nvidia_require_cuda for t in p.targets} == {None}
 
 
 # --- strategies and targets ------------------------------------------------------------------------------
@@ -146,8 +146,8 @@ def test_cuda_base_runtime_is_the_base_image_and_devel_the_cudnn_devel_image() -
     assert base_of(p.dockerfile, "venv") == "os"
     assert base_of(p.dockerfile, "devel") == "toolchain"
     assert env_of(p.dockerfile, "devel")["CUDA_HOME"] == "/usr/local/cuda"
-    assert p.target(Flavor.DEVEL).manifest["base_image"] == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
-    assert p.target(Flavor.RUNTIME).manifest["base_image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert p.target(Flavor.DEVEL).manifest.base_image == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
+    assert p.target(Flavor.RUNTIME).manifest.base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
 def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
@@ -297,7 +297,8 @@ def test_the_manifest_is_copied_into_each_image() -> None:
     files = dict(p.context_files)
     for flavor in Flavor:
         manifest = json.loads(files[f"manifest-{flavor.value}.json"])
-        assert manifest == p.target(flavor).manifest
+        assert manifest == p.target(flavor).manifest.to_dict()
+        assert list(manifest)[:3] == ["schema", "torchyard", "id"]  # the key order images always had
         assert ("COPY", f"manifest-{flavor.value}.json /etc/torchyard/manifest.json") in instructions(
             p.dockerfile, flavor.value
         )
