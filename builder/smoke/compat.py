@@ -9,7 +9,6 @@ container's CPU limit is not os.cpu_count().
 from __future__ import annotations
 
 import contextlib
-import glob
 import math
 import os
 import time
@@ -91,16 +90,21 @@ def autocast(torch: Any, device: str, dtype: Any, enabled: bool = True) -> Any:
 
 
 def compiled_archs(torch: Any) -> tuple[list[str], list[str], str]:
-    """(SASS, PTX, where from): torch.cuda.get_arch_list(), else libtorch_cuda.so's fat binary."""
+    """(SASS, PTX, where from): torch.cuda.get_arch_list(), else the targets of libtorch_cuda.so's fat binary
+    (torch answers [] there without a GPU up to about 2.12). aarch64 libraries read the same way."""
     listed = list(torch.cuda.get_arch_list())
     if listed:
         sass = [a for a in listed if a.startswith("sm_")]
         return sass, [a for a in listed if a.startswith("compute_")], "torch.cuda.get_arch_list()"
-    libraries = sorted(glob.glob(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cuda*.so*")))
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    # The kernels live in libtorch_cuda.so; torch 1.13 splits it, its kernels being in libtorch_cuda_cu.so.
+    libraries = [
+        p for p in (os.path.join(lib, n) for n in ("libtorch_cuda.so", "libtorch_cuda_cu.so")) if os.path.exists(p)
+    ]
     sass_all: set[str] = set()
     ptx_all: set[str] = set()
     for library in libraries:
-        sass, ptx = code_list(library).names()
+        sass, ptx = code_list(library).targets()
         sass_all.update(sass)
         ptx_all.update(ptx)
     where = "the fat binary of " + (", ".join(os.path.basename(p) for p in libraries) or "no libtorch_cuda")
