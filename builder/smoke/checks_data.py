@@ -13,6 +13,9 @@ from .framework import Context, Failed, check
 SHM = "/dev/shm"
 SHM_MIN = 256 << 20
 FIX = "start the container with --shm-size=2g (or --ipc=host)"
+# How torch words it: "Unexpected bus error encountered in worker. This might be caused by insufficient shared
+# memory (shm)", "DataLoader worker (pid N) is killed by signal: Bus error", "No space left on device".
+SHM_SIGNS = ("shared memory", "shm", "Bus error", "bus error", "No space left on device")
 
 
 def shm_size(path: str = SHM) -> int | None:
@@ -46,16 +49,16 @@ def dataloader(ctx: Context) -> str:
     if size is not None and size < SHM_MIN:
         raise Failed(f"{SHM} is {size >> 20} MiB, too small for DataLoader workers (needs {SHM_MIN >> 20}+): {FIX}")
     pin = bool(torch.version.cuda) and torch.cuda.is_available()
-    loader = torch.utils.data.DataLoader(Squares(64), batch_size=8, num_workers=2, pin_memory=pin)
     total = 0.0
     try:
+        loader = torch.utils.data.DataLoader(Squares(64), batch_size=8, num_workers=2, pin_memory=pin)
         for batch in loader:
             if pin and not batch.is_pinned():
                 raise Failed("pin_memory=True, yet the batches are not in pinned memory")
             total += float(batch[:, 0, 0, 0].sum().item())
     except RuntimeError as exc:
         text = str(exc)
-        if "shared memory" in text or "shm" in text or "Bus error" in text or "bus error" in text:
+        if any(sign in text for sign in SHM_SIGNS):
             raise Failed(f"DataLoader workers ran out of shared memory ({text.splitlines()[0]}): {FIX}") from None
         raise
     if total != sum(range(64)):

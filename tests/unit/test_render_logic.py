@@ -456,3 +456,17 @@ def test_a_bad_refresh_token_is_one_line(token: str, capsys: pytest.CaptureFixtu
         f"torchyard: error: --refresh / $TORCHYARD_REFRESH {token!r}: expected a short token of letters, digits, "
         "'.', '_', '-' (e.g. 2026-W48)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("ident", "compilers"),
+    [
+        (CU130, ["g++", "python3-dev"]),  # the OS's own Python: its headers come from python3-dev
+        ("torch2.14.1-cu130-py3.13-debian12", ["g++"]),  # python:3.13-slim carries Python.h
+        (CPU, ["g++", "python3-dev"]),  # Inductor's CPU kernels need them whether or not there is a GPU
+        ("torch1.13.1-cu117-py3.10-debian12", []),  # no torch.compile before 2.0: no compiler at run time
+    ],
+)
+def test_runtime_images_carry_what_torch_compile_needs_at_run_time(ident: str, compilers: list[str]) -> None:
+    runtime_os = plan(ident).dockerfile.split(" AS os\n", 1)[1].split("\nFROM ", 1)[0]
+    assert [p for p in ("g++", "python3-dev") if f"      {p} \\" in runtime_os] == compilers
