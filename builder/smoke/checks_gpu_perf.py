@@ -122,19 +122,18 @@ def _bandwidth(ctx: Context, torch: Any) -> tuple[float, float]:
     return nbytes * repeat / max(up.seconds, 1e-9) / 1e9, nbytes * repeat / max(down.seconds, 1e-9) / 1e9
 
 
-# Which fused attention backends an architecture must run (torch's own gates; docs/gpu-smoke.md):
-# memory-efficient from sm_50, flash from sm_80 (sm_8x and sm_90 verified gates), cuDNN on sm_90 and sm_100
-# from torch 2.5 with cuDNN 9. Newer architectures are tried and reported, not required.
+# Which fused attention backends an architecture must run (torch's own gates): memory-efficient from sm_50,
+# flash on sm_8x and sm_90. cuDNN attention (torch >= 2.5, cuDNN 9, sm_90 / sm_100) and flash on newer
+# architectures are tried and reported, not required: torch releases have turned them off and on by default.
 SDPA_MAX_ERROR = 1e-2
 
 
 def _backends(torch: Any, capability: tuple[int, int]) -> list[tuple[str, bool]]:
     major = capability[0]
     found = [("efficient", major >= 5), ("flash", 8 <= major <= 9)]
-    cudnn = torch.backends.cudnn.version() or 0
     attention = getattr(torch.nn, "attention", None)
     if attention is not None and hasattr(attention.SDPBackend, "CUDNN_ATTENTION"):
-        found.append(("cudnn", major in (9, 10) and cudnn >= 90000))
+        found.append(("cudnn", False))
     return found
 
 

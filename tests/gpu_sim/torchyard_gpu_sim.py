@@ -195,6 +195,11 @@ def _patch_cuda(torch: Any, cfg: dict[str, Any]) -> None:
         values["get_arch_list"] = lambda: list(cfg["arch_list"])
     for name, value in values.items():
         setattr(cuda, name, value)
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:  # torch >= 2.6: the tensors are on the CPU, which has no accelerator to ask
+        accelerator.is_available = lambda: False
+        accelerator.current_accelerator = lambda check_available=False: None
+        accelerator.device_count = lambda: 0
 
 
 def _patch_versions(torch: Any, cfg: dict[str, Any]) -> None:
