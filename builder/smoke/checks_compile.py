@@ -10,7 +10,7 @@ import shutil
 from typing import Any
 
 from .checks_gpu import _cuda
-from .compat import cpu_threads
+from .compat import cpu_threads, restored
 from .framework import Context, Failed, Skipped, check
 
 COMPILE_TOLERANCE = 1e-4  # fp32; Inductor fuses and reorders, it does not change precision
@@ -59,13 +59,12 @@ def compile_cpu(ctx: Context) -> str:
     compiler = shutil.which("g++") or shutil.which("c++")
     if compiler is None:
         raise Failed("no C++ compiler (g++) on PATH: torch.compile (Inductor) compiles C++ at run time")
-    torch.set_num_threads(cpu_threads()[0])
     try:
-        errors = _compare(torch, "cpu")
+        with restored(torch):  # the no-GPU checks share a worker: the thread count goes back
+            torch.set_num_threads(cpu_threads()[0])
+            errors = _compare(torch, "cpu")
     except Exception as exc:  # Inductor's errors are long: the first line names the cause
-        raise Failed(
-            f"torch.compile on the CPU failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-        ) from None
+        raise Failed(f"torch.compile on the CPU failed: {_first_line(exc)}") from None
     return f"Inductor (C++ with {compiler}): " + _verdict("the CPU", errors)
 
 
@@ -77,9 +76,7 @@ def compile_gpu(ctx: Context) -> str:
     try:
         errors = _compare(torch, "cuda")
     except Exception as exc:
-        raise Failed(
-            f"torch.compile on the GPU failed: {type(exc).__name__}: {str(exc).strip().splitlines()[0]}"
-        ) from None
+        raise Failed(f"torch.compile on the GPU failed: {_first_line(exc)}") from None
     return f"Inductor ({_triton()}): " + _verdict("the GPU", errors)
 
 

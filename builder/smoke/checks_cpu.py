@@ -12,7 +12,7 @@ import sys
 import tempfile
 from typing import Any
 
-from .compat import compiled_archs, cpu_threads
+from .compat import compiled_archs, cpu_threads, restored
 from .expect import arch_key, cudnn_number, public
 from .fatbin import code_list
 from .framework import Context, Failed, Skipped, check
@@ -302,8 +302,9 @@ def train_cpu(ctx: Context) -> str:
     from .model import train
 
     threads, why = cpu_threads()
-    torch.set_num_threads(threads)
-    result = train("cpu", TRAIN_STEPS - WARMUP, warmup=WARMUP)
+    with restored(torch):  # the no-GPU checks share a worker: nothing leaks into the next one
+        torch.set_num_threads(threads)
+        result = train("cpu", TRAIN_STEPS - WARMUP, warmup=WARMUP)
     ctx.observed["train_cpu"] = dict(vars(result), threads=threads)
     if not result.last_loss < LOSS_FRACTION * result.first_loss:
         raise Failed(

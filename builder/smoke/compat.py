@@ -143,9 +143,10 @@ def _holder(torch: Any, path: str) -> Any:
 
 @contextlib.contextmanager
 def restored(torch: Any) -> Iterator[None]:
-    """Every global setting a check may change (cuDNN and TF32 flags, matmul precision) is put back."""
+    """Every global setting a check may change (cuDNN and TF32 flags, matmul precision, CPU threads) is put back."""
     saved = [(h, name, getattr(h, name)) for h, name in ((_holder(torch, p), n) for p, n in _FLAGS) if hasattr(h, name)]
     precision = torch.get_float32_matmul_precision() if hasattr(torch, "get_float32_matmul_precision") else None
+    threads = torch.get_num_threads() if hasattr(torch, "get_num_threads") else None
     try:
         yield
     finally:
@@ -153,6 +154,8 @@ def restored(torch: Any) -> Iterator[None]:
             setattr(holder, name, value)
         if precision is not None:
             torch.set_float32_matmul_precision(precision)
+        if threads is not None:
+            torch.set_num_threads(threads)
 
 
 def set_tf32(torch: Any, on: bool) -> None:

@@ -75,3 +75,14 @@ def suite(config: dict[str, Any], tmp_path: Path, *args: str) -> tuple[int, dict
     assert out.exists(), done.stdout[-2000:] + done.stderr[-3000:]
     report: dict[str, Any] = json.loads(out.read_text())
     return done.returncode, report
+
+
+def python_with_torch(code: str, config: dict[str, Any], tmp_path: Path) -> str:
+    """Run code with the torch Python under the simulated GPUs; returns its stdout."""
+    python = torch_python()
+    assert python is not None
+    done = subprocess.run(
+        [python, "-c", code], env=_env(config), cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_kit import A100, H100, T4, check, needs_torch, sim, suite
+from sim_kit import A100, H100, T4, check, needs_torch, python_with_torch, sim, suite
 
 pytestmark = needs_torch
 
@@ -108,3 +108,18 @@ def test_checks_put_back_every_global_setting(tmp_path: Path, name: str) -> None
 def test_without_simulated_gpus_the_gpu_checks_fail_under_require_gpu(tmp_path: Path) -> None:
     found = check("gpu.devices", sim([]), tmp_path)
     assert found["status"] == "failed" and found["message"].startswith("--require-gpu, but")
+
+
+def test_the_fp32_baseline_turns_tf32_off_for_matmuls_and_cudnn(tmp_path: Path) -> None:
+    # cudnn.allow_tf32 defaults to True: an "fp32" run that does not turn it off is really TF32.
+    code = (
+        "import torch\n"
+        "from builder.smoke.model import FP32, TF32, train\n"
+        "seen = []\n"
+        "for precision in (FP32, TF32):\n"
+        "    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision is FP32\n"
+        "    train('cuda', 1, 4, precision=precision, warmup=1)\n"
+        "    seen.append([torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32])\n"
+        "print(seen)\n"
+    )
+    assert python_with_torch(code, sim([H100]), tmp_path).strip().splitlines()[-1] == "[[False, False], [True, True]]"

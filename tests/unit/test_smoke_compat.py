@@ -96,13 +96,17 @@ def test_restored_puts_back_every_flag_even_when_the_check_fails() -> None:
     )
     torch.get_float32_matmul_precision = lambda: torch.precision[0]
     torch.set_float32_matmul_precision = lambda value: torch.precision.__setitem__(0, value)
+    threads = [4]
+    torch.get_num_threads = lambda: threads[0]
+    torch.set_num_threads = lambda n: threads.__setitem__(0, n)
     with pytest.raises(RuntimeError), compat.restored(torch):
         compat.set_tf32(torch, True)
         torch.backends.cudnn.benchmark = True
         torch.set_float32_matmul_precision("medium")
+        torch.set_num_threads(64)
         raise RuntimeError("a check fails half way")
     assert (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32) == (False, True)
-    assert torch.backends.cudnn.benchmark is False and torch.precision == ["highest"]
+    assert torch.backends.cudnn.benchmark is False and torch.precision == ["highest"] and threads == [4]
 
 
 # --- compiled architectures when get_arch_list() is empty (torch < ~2.12 without a GPU) -----------------
