@@ -32,6 +32,7 @@ from builder.resolve.rules import (
     rule_platform,
     rule_ptx_driver,
 )
+from builder.smoke.manifest import Observed
 from builder.suite import SmokeOptions, run_smoke
 
 MANIFEST = "/etc/torchyard/manifest.json"
@@ -101,20 +102,19 @@ def _ours(
     )
 
 
-def _probed(image: str, platform: str, observed: dict[str, Any], require: str | None) -> ImageFacts:
-    listed = [str(a) for a in observed.get("torch_arch_list") or []]
-    cuda = observed.get("cuda")
+def _probed(image: str, platform: str, observed: Observed, require: str | None) -> ImageFacts:
+    listed = [str(a) for a in observed.details.get("torch_arch_list") or []]
     return ImageFacts(
         image=image,
         platform=platform,
         source="probe",
         combination=None,
-        torch=str(observed["torch"]) if observed.get("torch") else None,
-        cuda=str(cuda) if cuda else None,
-        cudnn=_cudnn_version(observed.get("cudnn")),
-        nccl=str(observed["nccl"]) if observed.get("nccl") else None,
-        python=str(observed["python"]) if observed.get("python") else None,
-        os=str(observed["os"]) if observed.get("os") else None,
+        torch=observed.torch or None,
+        cuda=observed.cuda or None,
+        cudnn=_cudnn_version(observed.cudnn),
+        nccl=observed.nccl or None,
+        python=observed.python or None,
+        os=observed.os or None,
         sass=tuple(a for a in listed if a.startswith("sm_")) if listed else None,
         ptx=tuple(a.replace("compute_", "sm_") for a in listed if a.startswith("compute_")),
         require_cuda=require,

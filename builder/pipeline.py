@@ -162,10 +162,10 @@ def _build_and_verify(
     check_labels(plan, target, image)
     outcome.smoke = _smoke(engine, plan, target, settings, outcome, log)
     check_tag(plan, target, outcome.smoke.observed)
-    if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.get("extensions"):
+    if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = cuda_home(plan.combination, plan.strategy) or "/usr/local/cuda"
         outcome.notes.append(
-            check_extension_code(engine, outcome.image_id, tuple(target.manifest["extensions"]), plan.archs, home)
+            check_extension_code(engine, outcome.image_id, target.manifest.extensions, plan.archs, home)
         )
         log(f"[{name}] extension code: {outcome.notes[-1]}")
 
@@ -193,7 +193,7 @@ def _smoke(
         if not required.ok:
             raise BuildError(f"[{name}] required architecture {arch}: {'; '.join(required.failures())}")
         log(f"[{name}] required architecture {arch}: code present")
-    counts = report.data.get("summary", {})
+    counts = report.summary
     log(f"[{name}] smoke: {counts.get('passed', 0)} passed, {counts.get('skipped', 0)} skipped")
     return report
 

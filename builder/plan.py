@@ -7,7 +7,6 @@ Pure apart from reading the user's extension sources and the smoke package: the 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import min_driver
+from builder.smoke.manifest import Manifest
 from builder.tags import ImageTags, extras_id, image_tags
 from builder.versions import minor_str
 
@@ -42,7 +42,7 @@ class TargetPlan:
     flavor: Flavor
     tags: ImageTags
     labels: tuple[tuple[str, str], ...]
-    manifest: dict[str, Any]
+    manifest: Manifest
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -141,27 +141,18 @@ def _target(
     tags = image_tags(m, c, flavor, options.strategy, custom, extras_id(options))
     labels = tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options))
     env = ctx.nvidia_env(f, c, bases)
-    manifest = {
-        "schema": 1,
-        "torchyard": __version__,
-        "id": c.id,
-        "flavor": flavor.value,
-        "strategy": options.strategy.value,
-        "torch": c.local_version,
-        "torchvision": str(c.torch.torchvision),
-        "torchaudio": str(c.torch.torchaudio),
-        "cuda": minor_str(c.variant.cuda) if c.variant.cuda else None,
-        "cudnn": str(c.variant.cudnn) if c.variant.cudnn else None,
-        "nccl": str(c.variant.nccl) if c.variant.nccl else None,
-        "python": c.python,
-        "os": c.os.name,
-        "base_image": bases.toolchain_image if flavor is Flavor.DEVEL and bases.toolchain_image else bases.os_image,
-        "arch_list": [a.name for a in archs],
-        "min_driver": floor,
-        "nvidia_require_cuda": dict(env).get("NVIDIA_REQUIRE_CUDA"),
-        "immutable_tag": tags.immutable,
-        "extensions": [e.name for e in options.extensions],
-    }
+    manifest = Manifest(
+        torchyard=__version__,
+        id=c.id,
+        flavor=flavor.value,
+        strategy=options.strategy.value,
+        base_image=bases.toolchain_image if flavor is Flavor.DEVEL and bases.toolchain_image else bases.os_image,
+        arch_list=tuple(a.name for a in archs),
+        min_driver=floor,
+        nvidia_require_cuda=dict(env).get("NVIDIA_REQUIRE_CUDA"),
+        immutable_tag=tags.immutable,
+        extensions=tuple(e.name for e in options.extensions),
+    ).with_values(c.stack())
     return TargetPlan(flavor=flavor, tags=tags, labels=labels, manifest=manifest)
 
 
@@ -236,7 +227,7 @@ def _context_files(
 ) -> tuple[tuple[str, bytes], ...]:
     files: dict[str, bytes] = {"constraints.txt": ctx.constraints(c).encode()}
     for target in targets:
-        files[f"manifest-{target.flavor.value}.json"] = (json.dumps(target.manifest, indent=2) + "\n").encode()
+        files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
     if options.requirements is not None:
         for line in options.requirements.splitlines():
             if line.strip() and not line.lstrip().startswith("#"):
@@ -320,7 +311,7 @@ def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[st
                 "tags": list(tag_refs(repo, t)),
                 "immutable_tag": f"{repo}:{t.tags.immutable}",
                 "labels": dict(t.labels) | plan.build_labels(),
-                "manifest": t.manifest,
+                "manifest": t.manifest.to_dict(),
             }
             for t in plan.targets
         },

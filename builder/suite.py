@@ -11,6 +11,7 @@ from typing import Any
 
 from builder.engine import Engine, Mount
 from builder.errors import BuildError
+from builder.smoke.manifest import Observed
 
 HOST_SMOKE = Path(__file__).resolve().parent / "smoke"
 IN_IMAGE_SMOKE = "/opt/torchyard/smoke"
@@ -46,8 +47,12 @@ class SmokeReport:
         return list(self.data.get("checks", []))
 
     @property
-    def observed(self) -> dict[str, Any]:
-        return dict(self.data.get("observed", {}))
+    def observed(self) -> Observed:
+        return Observed.from_dict(dict(self.data.get("observed", {})))
+
+    @property
+    def summary(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in dict(self.data.get("summary", {})).items()}
 
     def failures(self) -> list[str]:
         return [f"{c['name']}: {c['message']}" for c in self.checks if c["status"] == "failed"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from builder.archs import Arch
 from builder.engine import Engine, ImageInfo
 from builder.errors import BuildError
 from builder.kinds import Flavor, Strategy
 from builder.plan import Plan, TargetPlan
+from builder.smoke.manifest import Observed
 from builder.tags import suffix
 
 
@@ -23,25 +23,20 @@ def check_labels(plan: Plan, target: TargetPlan, image: ImageInfo) -> None:
 
 
 def observed_tag(
-    observed: dict[str, Any], flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
+    observed: Observed, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
 ) -> str:
     """The immutable tag computed from what the smoke suite read inside the image (tags.py's scheme)."""
-    torch_version = str(observed.get("torch", "?"))
-    public, _, local = torch_version.partition("+")
-    cuda = observed.get("cuda")
-    if cuda:
-        cudnn = observed.get("cudnn")
-        # cudnnGetVersion(): major*1000+minor*100+patch up to 8.x (8700), major*10000+... from 9 (92400).
-        number = int(str(cudnn)) if str(cudnn).isdigit() else 0
-        major = str(number // 10000 if number >= 10000 else number // 1000) if number else "?"
-        stack = f"cuda{cuda}" + (f"-cudnn{major}" if cudnn else "")
+    public, _, local = (observed.torch or "?").partition("+")
+    if observed.cuda:
+        major = observed.cudnn_major()
+        stack = f"cuda{observed.cuda}" + (f"-cudnn{major if major else '?'}" if observed.cudnn is not None else "")
     else:
         stack = "cpu" if local in ("", "cpu") else f"unknown-{local}"
-    platform = f"py{observed.get('python', '?')}-{observed.get('os', '?')}"
+    platform = f"py{observed.python or '?'}-{observed.os or '?'}"
     return f"{public}-{stack}-{platform}-{suffix(flavor, strategy, archs, extras)}"
 
 
-def check_tag(plan: Plan, target: TargetPlan, observed: dict[str, Any]) -> None:
+def check_tag(plan: Plan, target: TargetPlan, observed: Observed) -> None:
     seen = observed_tag(observed, target.flavor, plan.strategy, plan.custom_archs, plan.extras)
     if seen != target.tags.immutable:
         raise BuildError(f"the tag {target.tags.immutable} does not describe the image: its contents say {seen}")

@@ -195,7 +195,7 @@ def _run_group(
     results = []
     for item, outcome in zip(members, outcomes, strict=True):
         status = "skipped" if outcome.status == "up-to-date" else "built"
-        counts = outcome.smoke.data.get("summary", {}) if outcome.smoke else {}
+        counts = outcome.smoke.summary if outcome.smoke else {}
         results.append(
             ItemResult(item.id, status, outcome.ref, seconds=outcome.seconds, smoke=dict(counts), digest=outcome.digest)
         )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from packaging.version import Version
+
 from builder import __version__
 from builder.archs import Arch
 from builder.errors import RenderError
@@ -118,7 +120,19 @@ def os_packages(c: Combination, system_python: bool) -> list[str]:
     packages = ["ca-certificates", "tini"]
     if system_python:
         packages.append("python3")
-    return sorted(packages)
+    return sorted(packages + compiler_packages(c, system_python))
+
+
+# torch.compile compiles at run time: Inductor's CPU kernels and their Python bindings with a C++ compiler and
+# Python.h, Triton's GPU launcher with a C compiler and Python.h. Every image with torch >= 2.0 carries them
+# (the smoke suite's compile checks run there); the size it costs is in docs/benchmarks.md.
+COMPILE_SINCE = Version("2.0")
+
+
+def compiler_packages(c: Combination, system_python: bool) -> list[str]:
+    if c.torch.version < COMPILE_SINCE:
+        return []
+    return ["g++"] + (["python3-dev"] if system_python else [])  # python:X-slim images carry Python.h
 
 
 def build_packages(system_python: bool) -> list[str]:

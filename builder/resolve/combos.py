@@ -9,6 +9,8 @@ from builder.archs import Arch
 from builder.kinds import Platform
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
 from builder.resolve.query import Query
+from builder.smoke.manifest import STACK_KEYS
+from builder.versions import minor_str
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,22 @@ class Combination:
         """torch.__version__ as the wheel reports it: 2.5.1+cu124 (some builds report no local part)."""
         local = self.build.local if self.build else self.variant.name
         return f"{self.torch.version}+{local}" if local else str(self.torch.version)
+
+    def stack(self) -> dict[str, str | None]:
+        """The stack components (builder/smoke/manifest.py: STACK) as the image's manifest declares them."""
+        v = self.variant
+        found = {
+            "torch": self.local_version,
+            "torchvision": str(self.torch.torchvision),
+            "torchaudio": str(self.torch.torchaudio),
+            "cuda": minor_str(v.cuda) if v.cuda else None,
+            "cudnn": str(v.cudnn) if v.cudnn else None,
+            "nccl": str(v.nccl) if v.nccl else None,
+            "python": self.python,
+            "os": self.os.name,
+        }
+        assert tuple(found) == STACK_KEYS, "Combination.stack() and manifest.STACK list the same components"
+        return found
 
 
 def selected(q: Query, release: TorchRelease, variant: TorchVariant) -> bool:

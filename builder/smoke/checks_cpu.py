@@ -12,6 +12,7 @@ import sys
 import tempfile
 from typing import Any
 
+from .compat import compiled_archs, cpu_threads, restored
 from .expect import arch_key, cudnn_number, public
 from .fatbin import code_list
 from .framework import Context, Failed, Skipped, check
@@ -147,10 +148,9 @@ def torch_arch(ctx: Context) -> str:
 
     if not torch.version.cuda:
         raise Skipped("CPU build of torch: no GPU code")
-    listed = torch.cuda.get_arch_list()
-    ctx.observed["torch_arch_list"] = listed
-    sass = [a for a in listed if a.startswith("sm_")]
-    ptx = [a for a in listed if a.startswith("compute_")]
+    sass, ptx, where = compiled_archs(torch)
+    ctx.observed["torch_arch_list"] = sass + ptx
+    ctx.observed["torch_arch_source"] = where
     return _cover(ctx, "torch", sass, ptx)
 
 
@@ -273,7 +273,7 @@ def nvcc(ctx: Context) -> str:
     if ctx.expect.cuda and f"release {ctx.expect.cuda}," not in release:
         raise Failed(f"nvcc is not CUDA {ctx.expect.cuda}: {ctx.observed['nvcc']}")
     wanted = list(targets(ctx))[:1] or ["sm_75"]
-    number = wanted[0].removeprefix("sm_")
+    number = wanted[0][len("sm_") :] if wanted[0].startswith("sm_") else wanted[0]
     with tempfile.TemporaryDirectory() as tmp:
         source, out = os.path.join(tmp, "k.cu"), os.path.join(tmp, "k.fatbin")
         with open(source, "w", encoding="utf-8") as handle:
@@ -291,7 +291,7 @@ def nvcc(ctx: Context) -> str:
     return f"{ctx.observed['nvcc']}; compiled a kernel for sm_{number}"
 
 
-TRAIN_STEPS, LOSS_FRACTION = 30, 0.5
+TRAIN_STEPS, WARMUP, LOSS_FRACTION = 30, 3, 0.5
 
 
 @check("train.cpu", timeout=300.0)
@@ -301,15 +301,17 @@ def train_cpu(ctx: Context) -> str:
 
     from .model import train
 
-    torch.set_num_threads(max(1, os.cpu_count() or 1))
-    result = train("cpu", TRAIN_STEPS)
-    ctx.observed["train_cpu"] = vars(result)
+    threads, why = cpu_threads()
+    with restored(torch):  # the no-GPU checks share a worker: nothing leaks into the next one
+        torch.set_num_threads(threads)
+        result = train("cpu", TRAIN_STEPS - WARMUP, warmup=WARMUP)
+    ctx.observed["train_cpu"] = dict(vars(result), threads=threads)
     if not result.last_loss < LOSS_FRACTION * result.first_loss:
         raise Failed(
-            f"loss went {result.first_loss:.3f} -> {result.last_loss:.3f} in {result.steps} steps; "
+            f"loss went {result.first_loss:.3f} -> {result.last_loss:.3f} in {TRAIN_STEPS} steps; "
             f"expected below {LOSS_FRACTION:.0%} of the start"
         )
     return (
-        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f} in {result.steps} steps "
-        f"({result.images_per_second:.0f} images/s on {platform.machine()})"
+        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f} in {TRAIN_STEPS} steps "
+        f"({result.images_per_second:.0f} images/s on {platform.machine()}, {threads} threads: {why})"
     )

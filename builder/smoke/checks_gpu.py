@@ -1,33 +1,53 @@
-"""Checks that need a GPU (run with --require-gpu; otherwise reported as skipped, never passed)."""
+"""Checks that need a GPU (run with --require-gpu; otherwise reported as skipped, never passed).
+
+Each runs in a worker process of its own (runner.py) and restores every global setting it changes.
+"""
 
 from __future__ import annotations
 
-import socket
+import glob
 import subprocess
 from typing import Any
 
 from .checks_cpu import verdict
-from .framework import Context, Failed, Skipped, check
+from .compat import autocast, capability_of, compiled_archs, restored, set_tf32
+from .framework import CPU_BUILD, NO_GPU, Context, Failed, Skipped, check
+
+DEVICE_NODES = "/dev/nvidia[0-9]*"
+DRIVER_FILE = "/proc/driver/nvidia/version"
 
 
 def _cuda(ctx: Context) -> Any:
     import torch
 
     if not torch.version.cuda:
-        raise Skipped("CPU build of torch")
+        raise Skipped(CPU_BUILD)
     if not torch.cuda.is_available():
+        nodes = sorted(glob.glob(DEVICE_NODES))
+        if nodes:  # the container sees a GPU, CUDA does not: the usual cause is a driver older than the image needs
+            raise Failed(unreachable(ctx, nodes[0], torch.version.cuda))
         if ctx.require_gpu:
             raise Failed(
                 "--require-gpu, but torch.cuda.is_available() is False (no GPU visible, or the driver "
                 "is too old for this CUDA build)"
             )
-        raise Skipped("no GPU visible")
+        raise Skipped(NO_GPU)
     return torch
+
+
+def unreachable(ctx: Context, node: str, cuda: str) -> str:
+    driver = driver_version()
+    found = f"the host's driver is {driver}" if driver else f"no driver version in {DRIVER_FILE}"
+    needed = ctx.expect.min_driver or "unknown (no manifest)"
+    return (
+        f"{node} exists but torch.cuda.is_available() is False: {found}; this image (CUDA {cuda}) needs "
+        f"driver >= {needed}. Update the host driver, or start the container with the NVIDIA runtime (--gpus)"
+    )
 
 
 def driver_version() -> str | None:
     try:
-        with open("/proc/driver/nvidia/version", encoding="utf-8") as handle:
+        with open(DRIVER_FILE, encoding="utf-8") as handle:
             for word in handle.readline().split():
                 if word.count(".") >= 1 and word.replace(".", "").isdigit():
                     return word
@@ -50,140 +70,145 @@ def _parts(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
+def relative_error(torch: Any, found: Any, reference: Any) -> float:
+    """Largest absolute error over the reference's largest magnitude (a float64 CPU computation)."""
+    found64 = found.detach().double().cpu()
+    scale = reference.abs().max().item() or 1.0
+    return float((found64 - reference).abs().max().item() / scale)
+
+
 @check("gpu.devices", gpu=True)
 def devices(ctx: Context) -> str:
+    """Every visible GPU has code in this build and computes a matmul right (not only GPU 0)."""
     torch = _cuda(ctx)
-    listed = torch.cuda.get_arch_list()
-    sass = [a for a in listed if a.startswith("sm_")]
-    ptx = [a for a in listed if a.startswith("compute_")]
+    sass, ptx, _ = compiled_archs(torch)
     found = []
-    for index in range(torch.cuda.device_count()):
-        major, minor = torch.cuda.get_device_capability(index)
-        name = torch.cuda.get_device_name(index)
-        kind, code = verdict(f"sm_{major}{minor}", sass, ptx)
-        found.append({"index": index, "name": name, "arch": f"sm_{major}{minor}", "support": kind, "code": code})
-        if kind == "none":
-            raise Failed(
-                f"GPU {index} ({name}, sm_{major}{minor}) has no code in this torch build ({' '.join(listed)})"
-            )
+    with restored(torch):
+        set_tf32(torch, False)
+        for index in range(torch.cuda.device_count()):
+            major, minor = capability_of(torch, index)
+            name = torch.cuda.get_device_name(index)
+            kind, code = verdict(f"sm_{major}{minor}", sass, ptx)
+            if kind == "none":
+                raise Failed(
+                    f"GPU {index} ({name}, sm_{major}{minor}) has no code in this torch build "
+                    f"({' '.join(sass + ptx) or 'no architectures found'})"
+                )
+            error = _matmul_error(torch, index)
+            found.append({"index": index, "name": name, "arch": f"sm_{major}{minor}", "support": kind, "code": code})
+            if not error < FP32_MAX:  # also catches NaN
+                raise Failed(f"GPU {index} ({name}) computed a wrong matmul: relative error {error:.2e}")
     ctx.observed["gpus"] = found
     driver = driver_version()
     ctx.observed["driver"] = driver
     if driver and ctx.expect.min_driver and _parts(driver) < _parts(ctx.expect.min_driver):
         raise Failed(f"driver {driver} is older than the image's minimum {ctx.expect.min_driver}")
     return (
-        f"{len(found)} GPU(s): "
+        f"{len(found)} GPU(s) computed: "
         + ", ".join(f"{g['name']} {g['arch']} {g['support']}" for g in found)
         + (f"; driver {driver}" if driver else "")
     )
 
 
+def _matmul_error(torch: Any, index: int) -> float:
+    a, b = torch.randn(256, 256, dtype=torch.float64), torch.randn(256, 256, dtype=torch.float64)
+    device = f"cuda:{index}"
+    out = a.float().to(device) @ b.float().to(device)
+    torch.cuda.synchronize(index)
+    return relative_error(torch, out, a.float().double() @ b.float().double())
+
+
+# Tolerances, relative to the reference's largest magnitude (fp32 has a 24-bit mantissa, TF32 a 11-bit one).
+FP32_MAX = 1e-5  # fp32 GEMMs of these sizes land around 1e-7
+TF32_MIN, TF32_MAX = 5e-5, 1e-2  # TF32 GEMMs land around 3e-4: TF32 on must show it
+CONV_MAX = 1e-3  # cuDNN's fp32 algorithms (Winograd, FFT included) stay well below this
+
+
 @check("gpu.cudnn_conv", gpu=True)
 def cudnn_conv(ctx: Context) -> str:
+    """cuDNN is available and enabled; its conv forward, input and weight gradients match float64 on the CPU."""
     torch = _cuda(ctx)
-    torch.backends.cudnn.benchmark = True
-    conv = torch.nn.Conv2d(16, 32, 3, padding=1).cuda()
-    x = torch.randn(8, 16, 32, 32, device="cuda", requires_grad=True)
-    y = conv(x)
-    y.square().mean().backward()
-    reference = torch.nn.functional.conv2d(
-        x.detach().double().cpu(), conv.weight.detach().double().cpu(), conv.bias.detach().double().cpu(), padding=1
+    if not torch.backends.cudnn.is_available():
+        raise Failed("cuDNN is not available to torch (torch.backends.cudnn.is_available() is False)")
+    if not torch.backends.cudnn.enabled:
+        raise Failed("cuDNN is disabled (torch.backends.cudnn.enabled is False)")
+    with restored(torch):
+        set_tf32(torch, False)
+        torch.backends.cudnn.benchmark = True
+        x = torch.randn(8, 16, 32, 32, dtype=torch.float64, requires_grad=True)
+        weight = torch.randn(32, 16, 3, 3, dtype=torch.float64, requires_grad=True)
+        reference = torch.nn.functional.conv2d(x, weight, padding=1)
+        reference.square().mean().backward()
+        xg = x.detach().float().cuda().requires_grad_()
+        wg = weight.detach().float().cuda().requires_grad_()
+        out = torch.nn.functional.conv2d(xg, wg, padding=1)
+        out.square().mean().backward()
+        errors = {
+            "output": relative_error(torch, out, reference.detach()),
+            "input grad": relative_error(torch, xg.grad, x.grad),
+            "weight grad": relative_error(torch, wg.grad, weight.grad),
+        }
+    worst = max(errors, key=lambda k: errors[k])
+    if not errors[worst] < CONV_MAX:
+        raise Failed(
+            f"cuDNN convolution {worst} is wrong: relative error {errors[worst]:.2e} against a float64 CPU "
+            f"reference (tolerance {CONV_MAX:g})"
+        )
+    return f"cuDNN {torch.backends.cudnn.version()} conv forward/backward (fp32, TF32 off): " + ", ".join(
+        f"{k} {v:.1e}" for k, v in errors.items()
     )
-    error = (y.detach().double().cpu() - reference).abs().max().item()
-    if error > 1e-2 or x.grad is None or not torch.isfinite(x.grad).all():
-        raise Failed(f"cuDNN convolution is wrong: max error {error:.2e} against a float64 CPU reference")
-    return f"cuDNN {torch.backends.cudnn.version()} conv forward/backward, max error {error:.1e}"
 
 
 @check("gpu.autocast", gpu=True)
-def autocast(ctx: Context) -> str:
+def autocast_check(ctx: Context) -> str:
+    """fp16 autocast everywhere; bf16 autocast where bf16 is native (capability >= 8.0), named emulated below."""
     torch = _cuda(ctx)
-    a, b = torch.randn(256, 256, device="cuda"), torch.randn(256, 256, device="cuda")
-    reference = a.double() @ b.double()
-    dtypes = [torch.float16] + ([torch.bfloat16] if torch.cuda.is_bf16_supported() else [])
+    major, minor = capability_of(torch, 0)
+    native_bf16 = major >= 8
+    ctx.observed["bf16_native"] = native_bf16
+    a, b = torch.randn(256, 256, dtype=torch.float64), torch.randn(256, 256, dtype=torch.float64)
+    reference = a @ b
+    dtypes = [torch.float16] + ([torch.bfloat16] if native_bf16 else [])
     done = []
     for dtype in dtypes:
-        with torch.autocast("cuda", dtype=dtype):
-            out = a @ b
-        error = ((out.double() - reference).abs().max() / reference.abs().max()).item()
-        if out.dtype != dtype or error > 2e-2:
+        with autocast(torch, "cuda", dtype):
+            out = a.float().cuda() @ b.float().cuda()
+        error = relative_error(torch, out, reference)
+        if out.dtype != dtype or not error < 2e-2:
             raise Failed(f"autocast {dtype}: got {out.dtype}, relative error {error:.2e}")
-        done.append(f"{str(dtype).removeprefix('torch.')} rel.err {error:.1e}")
-    return "; ".join(done) + ("" if len(dtypes) == 2 else "; bf16 not supported on this GPU")
+        done.append(f"{str(dtype).split('.')[-1]} rel.err {error:.1e}")
+    if not native_bf16:
+        done.append(f"bf16 not native on sm_{major}{minor} (emulated at best; needs capability >= 8.0)")
+    else:
+        done.append("bf16 native")
+    return "; ".join(done)
 
 
 @check("gpu.tf32", gpu=True)
 def tf32(ctx: Context) -> str:
+    """With TF32 on, a capability >= 8.0 GPU shows TF32-sized errors; with it off, fp32-sized ones."""
     torch = _cuda(ctx)
-    torch.backends.cuda.matmul.allow_tf32 = True
-    a, b = torch.randn(512, 512, device="cuda"), torch.randn(512, 512, device="cuda")
-    error = ((a @ b).double() - a.double() @ b.double()).abs().max().item()
-    if error > 1.0:
-        raise Failed(f"TF32 matmul max error {error:.2e}")
-    return f"TF32 matmul max error {error:.1e}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _all_reduce(rank: int, world: int, port: int) -> None:
-    import torch
-    import torch.distributed as dist
-
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    try:
-        torch.cuda.set_device(rank)
-        value = torch.full((1024,), float(rank + 1), device="cuda")
-        dist.all_reduce(value)
-        expected = world * (world + 1) / 2
-        if not torch.allclose(value, torch.full_like(value, expected)):
-            raise RuntimeError(f"rank {rank}: all_reduce gave {value[0].item()}, expected {expected}")
-    finally:
-        dist.destroy_process_group()
-
-
-@check("gpu.nccl", gpu=True, timeout=180.0)
-def nccl(ctx: Context) -> str:
-    torch = _cuda(ctx)
-    _all_reduce(0, 1, _free_port())
-    count = torch.cuda.device_count()
-    if count > 1:
-        import torch.multiprocessing as mp
-
-        mp.spawn(_all_reduce, args=(count, _free_port()), nprocs=count, join=True)
-    return f"NCCL {'.'.join(map(str, torch.cuda.nccl.version()))} all_reduce: world size 1" + (
-        f" and {count} (one process per GPU)" if count > 1 else ""
-    )
-
-
-GPU_STEPS = 60
-
-
-@check("gpu.train", gpu=True, timeout=300.0)
-def train_gpu(ctx: Context) -> str:
-    """The small ResNet on the GPU with AMP + channels_last, next to the same run in fp32."""
-    _cuda(ctx)
-    from .model import train
-
-    train("cuda", 5)  # warm-up: cuDNN autotuning and lazy initialisation stay out of the timings
-    fast = train("cuda", GPU_STEPS, batch=256, amp=True, channels_last=True)
-    plain = train("cuda", GPU_STEPS, batch=256)
-    ctx.observed["train_gpu"] = {
-        "amp_channels_last": vars(fast),
-        "fp32": vars(plain),
-        "speedup": fast.images_per_second / plain.images_per_second,
-    }
-    for label, result in (("AMP", fast), ("fp32", plain)):
-        if not result.last_loss < 0.5 * result.first_loss:
-            raise Failed(f"{label}: loss {result.first_loss:.3f} -> {result.last_loss:.3f}, did not fall by half")
-    return (
-        f"AMP+channels_last {fast.images_per_second:.0f} img/s, fp32 {plain.images_per_second:.0f} img/s "
-        f"(x{fast.images_per_second / plain.images_per_second:.2f}); loss {fast.first_loss:.2f} -> "
-        f"{fast.last_loss:.2f}"
-    )
+    major, minor = capability_of(torch, 0)
+    a, b = torch.randn(512, 512, dtype=torch.float64), torch.randn(512, 512, dtype=torch.float64)
+    reference = a.float().double() @ b.float().double()
+    errors = {}
+    with restored(torch):
+        for on in (True, False):
+            set_tf32(torch, on)
+            errors[on] = relative_error(torch, a.float().cuda() @ b.float().cuda(), reference)
+    ctx.observed["tf32_errors"] = {"on": errors[True], "off": errors[False]}
+    if not errors[False] < FP32_MAX:
+        raise Failed(f"TF32 off: relative error {errors[False]:.2e}, above fp32's {FP32_MAX:g}")
+    if major < 8:
+        if not errors[True] < FP32_MAX:
+            raise Failed(f"sm_{major}{minor} has no TF32, yet TF32 on gave a relative error of {errors[True]:.2e}")
+        return f"no TF32 on sm_{major}{minor} (needs capability >= 8.0): fp32 error {errors[False]:.1e} both ways"
+    if not TF32_MIN <= errors[True] <= TF32_MAX:
+        raise Failed(
+            f"TF32 on: relative error {errors[True]:.2e}, outside TF32's [{TF32_MIN:g}, {TF32_MAX:g}] "
+            "(TF32 was not used, or the result is wrong)"
+        )
+    return f"TF32 on: relative error {errors[True]:.1e}; off: {errors[False]:.1e}"
 
 
 @check("gpu.extensions", gpu=True)

@@ -11,6 +11,7 @@ import time
 from . import report
 from .expect import load
 from .framework import FAIL, Context
+from .manifest import STACK_KEYS
 from .runner import load_checks, run_all, worker
 
 DEFAULT_MANIFEST = "/etc/torchyard/manifest.json"
@@ -26,7 +27,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--only", metavar="PREFIX", action="append", default=[], help="run checks starting with PREFIX")
     p.add_argument("--no-gpu-checks", action="store_true", help="leave the GPU checks out entirely")
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every check's timeout")
-    for key in ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os"):
+    p.add_argument("--small", action="store_true", help="smaller problems (simulated/emulated devices)")
+    for key in STACK_KEYS:
         p.add_argument(f"--expect-{key}", metavar="VERSION", help=f"expected {key} (overrides the manifest)")
     return p
 
@@ -39,11 +41,8 @@ def main(argv: list[str]) -> int:
         return 0
     args = parser().parse_args(argv)
     manifest = args.expect or (DEFAULT_MANIFEST if os.path.exists(DEFAULT_MANIFEST) else None)
-    overrides = {
-        key: getattr(args, f"expect_{key}")
-        for key in ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
-    }
-    ctx = Context(expect=load(manifest, overrides), arch=args.arch, require_gpu=args.require_gpu)
+    overrides = {key: getattr(args, f"expect_{key}") for key in STACK_KEYS}
+    ctx = Context(expect=load(manifest, overrides), arch=args.arch, require_gpu=args.require_gpu, small=args.small)
     checks = [c for c in load_checks() if not (args.no_gpu_checks and c.gpu)]
     if args.only:
         checks = [c for c in checks if c.name.startswith(tuple(args.only))]

@@ -2,65 +2,34 @@
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from .manifest import Manifest
 
 
 @dataclass(frozen=True)
-class Expectations:
-    torch: str | None = None  # with local part: 2.14.1+cu130
-    torchvision: str | None = None
-    torchaudio: str | None = None
-    cuda: str | None = None  # major.minor, or None for cpu builds
-    cudnn: str | None = None  # 9.24.0.43
-    nccl: str | None = None  # 2.30.7
-    python: str | None = None  # 3.11
-    os: str | None = None  # debian12
-    flavor: str | None = None  # runtime | devel
-    arch_list: tuple[str, ...] = ()  # sm_89 ...: what the image was built for
-    min_driver: str | None = None
-    extensions: tuple[str, ...] = ()
+class Expectations(Manifest):
+    """The image's manifest with the flags applied, and where it came from (a path, "flags" or "none")."""
+
     source: str = "none"
-    cpu_build: bool = field(default=False)
+
+    @property
+    def cpu_build(self) -> bool:
+        return bool(self.torch and self.torch.endswith("+cpu"))
 
 
 def load(path: str | None, overrides: dict[str, str | None]) -> Expectations:
-    data: dict[str, object] = {}
-    source = "none"
+    manifest, source = Manifest(), "none"
     if path:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            manifest = Manifest.from_json(handle.read())
         source = path
-    for key, value in overrides.items():
-        if value is not None:
-            data[key] = value
-            source = source if source != "none" else "flags"
-    torch = _str(data.get("torch"))
-    return Expectations(
-        torch=torch,
-        torchvision=_str(data.get("torchvision")),
-        torchaudio=_str(data.get("torchaudio")),
-        cuda=_str(data.get("cuda")),
-        cudnn=_str(data.get("cudnn")),
-        nccl=_str(data.get("nccl")),
-        python=_str(data.get("python")),
-        os=_str(data.get("os")),
-        flavor=_str(data.get("flavor")),
-        arch_list=_strings(data.get("arch_list")),
-        min_driver=_str(data.get("min_driver")),
-        extensions=_strings(data.get("extensions")),
-        source=source,
-        cpu_build=bool(torch and torch.endswith("+cpu")),
-    )
-
-
-def _strings(value: object) -> tuple[str, ...]:
-    return tuple(str(item) for item in value) if isinstance(value, list) else ()
-
-
-def _str(value: object) -> str | None:
-    return None if value is None else str(value)
+    flags = {key: value for key, value in overrides.items() if value is not None}
+    if flags:
+        manifest = manifest.with_values(flags)
+        source = source if source != "none" else "flags"
+    return Expectations.from_dict(dict(manifest.to_dict(), source=source))
 
 
 def public(version: str) -> str:

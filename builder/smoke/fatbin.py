@@ -27,11 +27,23 @@ _KIND_PTX, _KIND_ELF = 1, 2
 class CodeList:
     sass: set[str] = field(default_factory=set)  # "89" for sm_89, "90a" for sm_90a
     ptx: set[str] = field(default_factory=set)
+    counts: dict[str, int] = field(default_factory=dict)  # entries per name ("sm_89", "compute_90")
 
     def names(self) -> tuple[list[str], list[str]]:
         return [f"sm_{a}" for a in sorted(self.sass, key=_order)], [
             f"compute_{a}" for a in sorted(self.ptx, key=_order)
         ]
+
+    def targets(self, share: float = 0.5) -> tuple[list[str], list[str]]:
+        """The architectures the library was built for: those with code for (nearly) every kernel.
+
+        torch's x86_64 libtorch_cuda.so carries 1 sm_89 cubin and 4 sm_90a ones beside ~475 per target
+        (/work notes, cuobjdump): a few kernels built for extra architectures do not make the build run there.
+        """
+        sass, ptx = self.names()
+        most = max((self.counts.get(a, 0) for a in sass + ptx), default=0)
+        keep = [a for a in sass + ptx if self.counts.get(a, 0) >= share * most]
+        return [a for a in keep if a.startswith("sm_")], [a for a in keep if a.startswith("compute_")]
 
 
 def _order(name: str) -> tuple[int, str]:
@@ -40,8 +52,9 @@ def _order(name: str) -> tuple[int, str]:
 
 
 def _fatbin_range(mem: mmap.mmap) -> tuple[int, int]:
-    """Offset and end of the .nv_fatbin section of an ELF64 file (the whole file if not found)."""
-    if mem[:4] != b"\x7fELF" or mem[4] != 2:
+    """Offset and end of the .nv_fatbin section of an ELF64 little-endian file, x86_64 or aarch64 alike (any
+    e_machine: the layout does not depend on it); the whole file for anything else (an nvcc -fatbin output)."""
+    if mem[:4] != b"\x7fELF" or mem[4] != 2 or mem[5] != 1:  # EI_CLASS 64-bit, EI_DATA little-endian
         return 0, len(mem)
     (shoff,) = struct.unpack_from("<Q", mem, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", mem, 0x3A)
@@ -81,4 +94,6 @@ def _read_entries(mem: mmap.mmap, entry: int, stop: int, found: CodeList) -> Non
             (flags,) = _FLAGS.unpack_from(mem, entry + _FLAGS_OFFSET)
         name = f"{arch}{'a' if flags & _ARCH_SPECIFIC else ''}"
         (found.ptx if kind == _KIND_PTX else found.sass).add(name)
+        label = f"{'compute' if kind == _KIND_PTX else 'sm'}_{name}"
+        found.counts[label] = found.counts.get(label, 0) + 1
         entry += header_size + payload

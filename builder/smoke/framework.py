@@ -9,6 +9,8 @@ from typing import Any
 from .expect import Expectations
 
 PASS, FAIL, SKIP = "passed", "failed", "skipped"
+# Why every GPU check is skipped when one is: the first GPU check that finds it stands for the rest.
+NO_GPU, CPU_BUILD = "no GPU visible", "CPU build of torch"
 
 
 class Skipped(Exception):
@@ -24,6 +26,7 @@ class Context:
     expect: Expectations
     arch: str | None  # the target GPU architecture (--arch), e.g. sm_89
     require_gpu: bool
+    small: bool = False  # smaller problems (simulated or emulated devices): figures are not comparable
     observed: dict[str, Any] = field(default_factory=dict)  # facts read from the image, for the report
 
 

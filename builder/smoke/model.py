@@ -1,13 +1,20 @@
-"""A small ResNet (torch only) and the training loop both the CPU and GPU checks use."""
+"""A small ResNet (torch only) and the training loop both the CPU and GPU checks use.
+
+Honest timing: each configuration warms itself up (cuDNN autotuning with benchmark mode, lazy kernel
+loading, the optimizer's state) with its own batch, precision and memory format before it is timed; GPU
+time is measured with CUDA events around a synchronize; the losses stay on the device (one host read at
+the end), so no step waits for the host. Global settings are restored by the caller (compat.restored).
+"""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
+
+from .compat import Timer, autocast, grad_scaler, set_tf32
 
 
 class Block(nn.Module):  # type: ignore[misc]
@@ -37,39 +44,70 @@ class SmallResNet(nn.Module):  # type: ignore[misc]
         return self.head(features.mean(dim=(2, 3)))
 
 
+@dataclass(frozen=True)
+class Precision:
+    """One training configuration: fp32 (TF32 off), tf32, or AMP in fp16 / bf16 (+ channels_last)."""
+
+    name: str
+    amp_dtype: str | None = None  # "float16" | "bfloat16"
+    tf32: bool = False
+    channels_last: bool = False
+
+
+FP32 = Precision("fp32")
+TF32 = Precision("tf32", tf32=True)
+AMP_FP16 = Precision("amp_fp16_channels_last", amp_dtype="float16", channels_last=True)
+AMP_BF16 = Precision("amp_bf16_channels_last", amp_dtype="bfloat16", channels_last=True)
+
+
 @dataclass
 class TrainResult:
     first_loss: float
     last_loss: float
-    steps: int
+    steps: int  # timed steps (warm-up steps come before them; their losses count for the loss check)
     seconds: float
     images_per_second: float
+    precision: str = "fp32"
+    warmup: int = 0
 
 
 def train(
-    device: str, steps: int, batch: int = 64, *, amp: bool = False, channels_last: bool = False, seed: int = 0
+    device: str,
+    steps: int,
+    batch: int = 64,
+    *,
+    precision: Precision = FP32,
+    warmup: int = 3,
+    seed: int = 0,
 ) -> TrainResult:
     """Fit a fixed synthetic batch (memorisation): a working training path drives the loss down."""
     torch.manual_seed(seed)
+    set_tf32(torch, precision.tf32)
     model: Any = SmallResNet().to(device)
     images = torch.randn(batch, 3, 32, 32, device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
-    if channels_last:
+    if precision.channels_last:
         model = model.to(memory_format=torch.channels_last)
         images = images.contiguous(memory_format=torch.channels_last)
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
-    scaler = torch.amp.GradScaler(device, enabled=amp and device == "cuda")
-    losses: list[float] = []
-    start = time.perf_counter()
-    for _ in range(steps):
+    dtype = getattr(torch, precision.amp_dtype) if precision.amp_dtype else None
+    scaler = grad_scaler(torch, device, enabled=precision.amp_dtype == "float16" and device == "cuda")
+    losses = torch.zeros(warmup + steps, device=device)
+
+    def step(index: int) -> None:
         optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.float16, enabled=amp):
+        with autocast(torch, "cuda" if device.startswith("cuda") else "cpu", dtype, enabled=dtype is not None):
             loss = nn.functional.cross_entropy(model(images), labels)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
-        losses.append(float(loss.detach()))
-    if device == "cuda":
-        torch.cuda.synchronize()
-    seconds = time.perf_counter() - start
-    return TrainResult(losses[0], losses[-1], steps, seconds, steps * batch / seconds)
+        losses[index] = loss.detach().float()
+
+    for index in range(warmup):
+        step(index)
+    with Timer(torch, device) as timer:
+        for index in range(warmup, warmup + steps):
+            step(index)
+    found = losses.tolist()  # the one host read of the run
+    seconds = max(timer.seconds, 1e-9)
+    return TrainResult(found[0], found[-1], steps, seconds, steps * batch / seconds, precision.name, warmup)

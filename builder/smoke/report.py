@@ -24,10 +24,11 @@ def as_json(results: list[Result], ctx: Context, seconds: float) -> dict[str, An
         "expectations": ctx.expect.source,
         "arch": ctx.arch,
         "require_gpu": ctx.require_gpu,
+        "small": ctx.small,
         "seconds": round(seconds, 2),
         "summary": summary(results),
         "observed": ctx.observed,
-        "checks": [asdict(r) | {"seconds": round(r.seconds, 3)} for r in results],
+        "checks": [dict(asdict(r), seconds=round(r.seconds, 3)) for r in results],
     }
 
 

@@ -1,13 +1,15 @@
-"""Run checks in a worker process, each with its own timeout; a hang or crash fails that check only.
+"""Run checks in worker processes, each with its own timeout; a hang or crash fails that check only.
 
-The worker runs the checks one after another and reports over a pipe. If a check outlives its
-timeout, the worker is killed, the check is recorded as failed with its name, and a fresh worker
-carries on with the remaining checks.
+The no-GPU checks share a worker that runs them one after another and reports over a pipe. Every GPU
+check gets a fresh worker of its own: a sticky CUDA error, a leaked setting or a half-initialised
+communicator in one check cannot fail the next. If a check outlives its timeout, its worker is killed,
+the check is recorded as failed with its name, and a fresh worker carries on with the remaining checks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import selectors
@@ -20,15 +22,19 @@ from dataclasses import asdict
 from typing import IO, Any
 
 from .expect import Expectations
-from .framework import FAIL, PASS, REGISTRY, SKIP, Check, Context, Failed, Result, Skipped
+from .framework import CPU_BUILD, FAIL, NO_GPU, PASS, REGISTRY, SKIP, Check, Context, Failed, Result, Skipped
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
-def load_checks() -> list[Check]:
-    from . import checks_cpu, checks_gpu  # noqa: F401  (registration)
+# Import order is run order within each kind; the no-GPU checks run first, then the GPU ones.
+_MODULES = ("checks_cpu", "checks_data", "checks_gpu", "checks_compile", "checks_gpu_perf", "checks_nccl")
 
-    return list(REGISTRY)
+
+def load_checks() -> list[Check]:
+    for name in _MODULES:
+        importlib.import_module(f".{name}", __package__)
+    return sorted(REGISTRY, key=lambda c: c.gpu)
 
 
 def run_one(item: Check, ctx: Context) -> Result:
@@ -58,7 +64,12 @@ def _die_with_parent() -> None:
 def worker(config: dict[str, Any], protocol: IO[str]) -> None:
     """Inside the worker: run the named checks, one JSON line per event."""
     _die_with_parent()
-    ctx = Context(expect=Expectations(**config["expect"]), arch=config["arch"], require_gpu=config["require_gpu"])
+    ctx = Context(
+        expect=Expectations.from_dict(config["expect"]),
+        arch=config["arch"],
+        require_gpu=config["require_gpu"],
+        small=bool(config.get("small")),
+    )
     by_name = {c.name: c for c in load_checks()}
     for name in config["names"]:
         protocol.write(json.dumps({"event": "start", "name": name}) + "\n")
@@ -69,20 +80,43 @@ def worker(config: dict[str, Any], protocol: IO[str]) -> None:
 
 
 def run_all(checks: list[Check], ctx: Context, scale: float = 1.0) -> list[Result]:
-    """In the parent: drive workers until every check has a result."""
-    pending = [c.name for c in checks]
+    """In the parent: drive workers until every check has a result (each GPU check in a worker of its own)."""
     timeouts = {c.name: c.timeout * scale for c in checks}
     results: list[Result] = []
-    while pending:
-        done = _drive_worker(pending, timeouts, ctx)
-        results += done
-        finished = {r.name for r in done}
-        pending = [name for name in pending if name not in finished]
+    gpu = {c.name for c in checks if c.gpu}
+    for group in _groups(checks):
+        skipped = [r for r in results if r.name in gpu and r.status == SKIP and r.message in (NO_GPU, CPU_BUILD)]
+        if group[0] in gpu and skipped:  # the same reason holds for every GPU check: no worker to start
+            results.append(Result(group[0], SKIP, skipped[0].message, 0.0))
+            continue
+        pending = list(group)
+        while pending:
+            done = _drive_worker(pending, timeouts, ctx)
+            results += done
+            finished = {r.name for r in done}
+            pending = [name for name in pending if name not in finished]
     return results
 
 
+def _groups(checks: list[Check]) -> list[list[str]]:
+    """Runs of no-GPU checks share a worker; a GPU check is a group of its own."""
+    groups: list[tuple[bool, list[str]]] = []
+    for item in checks:
+        if item.gpu or not groups or groups[-1][0]:
+            groups.append((item.gpu, [item.name]))
+        else:
+            groups[-1][1].append(item.name)
+    return [names for _, names in groups]
+
+
 def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) -> list[Result]:
-    config = {"expect": asdict(ctx.expect), "arch": ctx.arch, "require_gpu": ctx.require_gpu, "names": names}
+    config = {
+        "expect": ctx.expect.to_dict(),
+        "arch": ctx.arch,
+        "require_gpu": ctx.require_gpu,
+        "small": ctx.small,
+        "names": names,
+    }
     proc = subprocess.Popen(
         [sys.executable, _PACKAGE_DIR, "--worker", json.dumps(config)],
         stdout=subprocess.PIPE,

@@ -27,7 +27,9 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
+      g++ \
       python3 \
+      python3-dev \
       tini; \
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
 WORKDIR /workspace
@@ -108,12 +110,12 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
-      python3 \
-      tini \
       g++ \
       make \
       ninja-build \
-      python3-dev; \
+      python3 \
+      python3-dev \
+      tini; \
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
 COPY --from=venv /opt/venv /opt/venv
 COPY --from=venv /opt/torchyard /opt/torchyard

@@ -27,6 +27,7 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
+      g++ \
       tini; \
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
 WORKDIR /workspace

@@ -27,7 +27,9 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
     apt-get update; \
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
+      g++ \
       python3 \
+      python3-dev \
       tini; \
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
 WORKDIR /workspace

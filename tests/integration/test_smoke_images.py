@@ -1,14 +1,17 @@
-"""Issue 5 in the docker tier: the suite in the e2e images, a wrong expectation, GPU checks without a GPU,
-and an image torchyard did not build."""
+"""Issues 5 and 11 in the docker tier: the suite in the e2e images (runtime and devel, new checks included),
+a wrong expectation, GPU checks without a GPU, every GPU check's real code on simulated GPUs inside the images
+(tests/gpu_sim, on the torch the images carry), /dev/shm and /dev/nvidia* failures, and an image torchyard did
+not build."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import E2E
-from kit import docker, torchyard
+from kit import ROOT, docker, torchyard
 
 pytestmark = pytest.mark.docker
 
@@ -34,6 +37,8 @@ def test_the_pipeline_ran_the_suite_and_it_passed_without_gpu_checks(e2e: E2E, f
         "import.torchaudio",
         "import.extensions",
         "train.cpu",
+        "dataloader",
+        "compile.cpu",  # Inductor compiles C++ in the image: the runtime images carry g++ and Python.h
     ]
     assert [n for n in must_pass if checks[n]["status"] != "passed"] == []
     assert (checks["devel.nvcc"]["status"] == "passed") == (flavor == "devel")
@@ -62,6 +67,65 @@ def test_gpu_checks_are_skipped_and_exit_0_only_without_require_gpu(e2e: E2E, tm
     assert strict.code == 1
     failed = {n: c for n, c in _report(tmp_path / "b.json").items() if c["status"] == "failed"}
     assert "gpu.devices" in failed and "--require-gpu" in failed["gpu.devices"]["message"]
+
+
+SIM_GPUS = [{"name": "Simulated NVIDIA H100", "capability": [9, 0]}, {"name": "Simulated A100", "capability": [8, 0]}]
+# add_one is a compiled CUDA kernel: it refuses the CPU tensors the simulation gives it ("expected a CUDA tensor").
+NOT_SIMULATED = ("gpu.extensions",)
+
+
+def _suite_in(image: str, tmp_path: Path, *args: str, docker_args: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
+    """This checkout's suite (as --host-copy mounts it) in the image, the report written to tmp_path."""
+    tmp_path.mkdir(exist_ok=True)
+    tmp_path.chmod(0o777)
+    run = docker(
+        "run", "--rm", "--network", "none", *docker_args,
+        "-v", f"{ROOT / 'builder' / 'smoke'}:/opt/torchyard-host/smoke:ro",
+        "-v", f"{tmp_path}:/torchyard-out",
+        image, "python", "/opt/torchyard-host/smoke", "--json", "/torchyard-out/report.json", *args,
+        timeout=1200,
+    )  # fmt: skip
+    assert (tmp_path / "report.json").exists(), run.stdout[-3000:] + run.stderr[-3000:]
+    return run.returncode, json.loads((tmp_path / "report.json").read_text())
+
+
+@pytest.mark.parametrize("flavor", ["runtime", "devel"])
+def test_every_gpu_checks_real_code_runs_on_simulated_gpus_in_the_image(e2e: E2E, tmp_path: Path, flavor: str) -> None:
+    # Control flow on the torch the image carries (2.14.1+cu130): API use, dtypes, spawn, restored settings.
+    sim = ("-e", "PYTHONPATH=/opt/torchyard-sim", "-e", f"TORCHYARD_GPU_SIM={json.dumps({'gpus': SIM_GPUS})}")
+    mounts = ("-v", f"{ROOT / 'tests' / 'gpu_sim'}:/opt/torchyard-sim:ro", "--shm-size", "2g", *sim)
+    _, report = _suite_in(e2e.ref(flavor), tmp_path, "--only", "gpu.", "--require-gpu", "--small", docker_args=mounts)
+    checks = {c["name"]: c for c in report["checks"] if c["name"] not in NOT_SIMULATED}
+    assert len(checks) == 10
+    assert {n: c["message"] for n, c in checks.items() if c["status"] != "passed"} == {}
+    assert [g["arch"] for g in report["observed"]["gpus"]] == ["sm_90", "sm_80"]
+    assert report["observed"]["nccl_all_reduce"]["world"] == 2  # one spawned process per simulated GPU
+    assert "Triton" in checks["gpu.compile"]["message"]
+
+
+def test_a_dev_shm_of_dockers_default_size_fails_the_dataloader_naming_the_fix(e2e: E2E, tmp_path: Path) -> None:
+    code, report = _suite_in(e2e.ref("runtime"), tmp_path, "--only", "dataloader")  # no --shm-size: 64 MiB
+    assert code == 1
+    assert report["checks"][0]["message"] == (
+        "/dev/shm is 64 MiB, too small for DataLoader workers (needs 256+): start the container with "
+        "--shm-size=2g (or --ipc=host)"
+    )
+
+
+def test_a_gpu_device_node_without_cuda_fails_naming_the_driver_and_the_images_minimum(
+    e2e: E2E, tmp_path: Path
+) -> None:
+    # A container that sees /dev/nvidia0 (here: a plain file bound there) while CUDA cannot start: the GPU
+    # checks fail, also without --require-gpu, instead of skipping as "no GPU visible".
+    node = tmp_path / "nvidia0"
+    node.touch()
+    code, report = _suite_in(
+        e2e.ref("runtime"), tmp_path / "out", "--only", "gpu.devices", docker_args=("-v", f"{node}:/dev/nvidia0:ro")
+    )
+    assert code == 1
+    message = report["checks"][0]["message"]
+    assert message.startswith("/dev/nvidia0 exists but torch.cuda.is_available() is False")
+    assert "needs driver >= 580.65.06" in message
 
 
 def test_the_suite_runs_in_an_image_torchyard_did_not_build(foreign: str, tmp_path: Path) -> None:

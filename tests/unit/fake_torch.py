@@ -131,6 +131,35 @@ class Tensor:
     def __add__(self, other: float) -> Tensor:
         return Tensor([v + other for v in self.values], self.dtype, self.device)
 
+    def sum(self) -> Tensor:
+        return Tensor([sum(self.values)], self.dtype, self.device)
+
+    def item(self) -> Any:
+        return self.values[0]
+
+
+@dataclass
+class Batch:
+    """What the fake DataLoader yields: batch[:, 0, 0, 0] is a Tensor of each item's first value."""
+
+    items: list[Tensor]
+    pinned: bool
+
+    def __getitem__(self, key: object) -> Tensor:
+        return Tensor([t.values[0] for t in self.items])
+
+    def is_pinned(self) -> bool:
+        return self.pinned
+
+
+def _data_loader(dataset: Any, batch_size: int, num_workers: int = 0, pin_memory: bool = False) -> list[Batch]:
+    items = [dataset[i] for i in range(len(dataset))]
+    return [Batch(items[i : i + batch_size], pin_memory) for i in range(0, len(items), batch_size)]
+
+
+def _full(shape: Sequence[int], value: float) -> Tensor:
+    return Tensor([value])
+
 
 def _tensor(data: Sequence[Any], dtype: str = "float32", device: str = "cpu") -> Tensor:
     return Tensor(list(data), dtype, device)
@@ -162,8 +191,11 @@ def build_torch(image: FakeImage) -> dict[str, ModuleType]:
         is_available=lambda: image.cudnn is not None,
         version=lambda: image.cudnn,
         benchmark=False,
+        enabled=True,
+        allow_tf32=True,
     )
-    backends = _module("torch.backends", cudnn=cudnn)
+    cuda_backend = _module("torch.backends.cuda", matmul=SimpleNamespace(allow_tf32=False))
+    backends = _module("torch.backends", cudnn=cudnn, cuda=cuda_backend)
     gpus = image.gpus
     cuda = _module(
         "torch.cuda",
@@ -186,6 +218,8 @@ def build_torch(image: FakeImage) -> dict[str, ModuleType]:
         tensor=_tensor,
         arange=_arange,
         equal=_equal,
+        full=_full,
+        utils=SimpleNamespace(data=SimpleNamespace(DataLoader=_data_loader)),
         float32="float32",
         float16="float16",
         bfloat16="bfloat16",
@@ -288,6 +322,8 @@ class Trained:
     steps: int
     seconds: float
     images_per_second: float
+    precision: str = "fp32"
+    warmup: int = 0
 
 
 @dataclass
@@ -296,17 +332,25 @@ class FakeTrainer:
 
     first_loss: float = 2.5
     last_loss: float = 0.3
-    images_per_second: dict[bool, float] = field(default_factory=lambda: {False: 1000.0, True: 3000.0})
+    images_per_second: float = 1000.0
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def train(
-        self, device: str, steps: int, batch: int = 64, *, amp: bool = False, channels_last: bool = False, seed: int = 0
+        self, device: str, steps: int, batch: int = 64, *, precision: Any = None, warmup: int = 3, seed: int = 0
     ) -> Trained:
-        self.calls.append(
-            {"device": device, "steps": steps, "batch": batch, "amp": amp, "channels_last": channels_last}
-        )
-        ips = self.images_per_second[amp]
-        return Trained(self.first_loss, self.last_loss, steps, steps * batch / ips, ips)
+        name = getattr(precision, "name", "fp32")
+        self.calls.append({"device": device, "steps": steps, "batch": batch, "precision": name, "warmup": warmup})
+        ips = self.images_per_second
+        return Trained(self.first_loss, self.last_loss, steps, steps * batch / ips, ips, name, warmup)
 
     def module(self) -> ModuleType:
-        return _module("builder.smoke.model", train=self.train)
+        precisions: dict[str, Any] = {
+            name: SimpleNamespace(name=value)
+            for name, value in (
+                ("FP32", "fp32"),
+                ("TF32", "tf32"),
+                ("AMP_FP16", "amp_fp16_channels_last"),
+                ("AMP_BF16", "amp_bf16_channels_last"),
+            )
+        }
+        return _module("builder.smoke.model", train=self.train, **precisions)

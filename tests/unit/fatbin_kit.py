@@ -24,9 +24,18 @@ class Entry:
     payload: bytes = b"\0" * 8
 
 
-def entry(item: Entry) -> bytes:
-    head = struct.pack("<HHIQIIHHI", item.kind, 0x0101, ENTRY_HEADER, len(item.payload), 0, 0, 1, 7, item.arch)
-    return head.ljust(ENTRY_HEADER, b"\0") + item.payload
+def entry(item: Entry, header: int = ENTRY_HEADER, flags: int = 0) -> bytes:
+    """An entry with a header of `header` bytes; `flags` (the 64-bit field at 0x28) only fits from 48 bytes on."""
+    head = struct.pack("<HHIQIIHHI", item.kind, 0x0101, header, len(item.payload), 0, 0, 1, 7, item.arch)
+    head = head.ljust(0x28, b"\0")
+    if header >= 0x28 + 8:
+        head += struct.pack("<Q", flags)
+    return head.ljust(header, b"\0")[:header] + item.payload
+
+
+def raw_container(body: bytes, version: int = 1) -> bytes:
+    """A container around entries already laid out (entry(...) with odd header sizes)."""
+    return struct.pack("<IHHQ", MAGIC, version, 16, len(body)) + body
 
 
 def container(*entries: Entry, version: int = 1, extra_size: int = 0) -> bytes:
@@ -43,7 +52,10 @@ def ptx(*archs: int) -> list[Entry]:
     return [Entry(PTX, a) for a in archs]
 
 
-def elf64(sections: dict[str, bytes]) -> bytes:
+X86_64, AARCH64 = 62, 183  # e_machine: the same ELF64 little-endian layout on both
+
+
+def elf64(sections: dict[str, bytes], machine: int = X86_64) -> bytes:
     """A minimal little-endian ELF64 file: header, section contents, .shstrtab, section headers."""
     names = [*sections, ".shstrtab"]
     strtab = b"\0" + b"".join(n.encode() + b"\0" for n in names)
@@ -60,7 +72,7 @@ def elf64(sections: dict[str, bytes]) -> bytes:
     header = (
         b"\x7fELF\x02\x01\x01"
         + b"\0" * 9
-        + struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(blobs) + 1, len(blobs))
+        + struct.pack("<HHIQQQIHHHHHH", 3, machine, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(blobs) + 1, len(blobs))
     )
     table = b"\0" * 64  # section 0 is always the null section
     for name_off, off, blob in zip(name_offsets, offsets, blobs, strict=True):
@@ -69,6 +81,6 @@ def elf64(sections: dict[str, bytes]) -> bytes:
     return header + body + table
 
 
-def shared_library(*containers: bytes, rodata: bytes = b"host code and data") -> bytes:
+def shared_library(*containers: bytes, rodata: bytes = b"host code and data", machine: int = X86_64) -> bytes:
     """An ELF64 'extension' whose .nv_fatbin section holds the given containers."""
-    return elf64({".rodata": rodata, ".nv_fatbin": b"".join(containers)})
+    return elf64({".rodata": rodata, ".nv_fatbin": b"".join(containers)}, machine)

@@ -65,7 +65,7 @@ def _require(ident: str, strategy: Strategy = Strategy.WHEELS) -> str:
         for stage in ("runtime", "devel")
         if stage in stages(p.dockerfile)
     }
-    values |= {t.manifest["nvidia_require_cuda"] for t in p.targets}
+    values |= {str(t.manifest.nvidia_require_cuda) for t in p.targets}
     assert len(values) == 1, values  # runtime, devel and the manifests agree
     return values.pop()
 
@@ -113,7 +113,7 @@ def test_cuda_base_11_8_keeps_the_470_exception() -> None:
 def test_cpu_images_carry_no_nvidia_contract() -> None:
     p = plan(CPU)
     assert "NVIDIA_" not in p.dockerfile
-    assert {t.manifest["nvidia_require_cuda"] for t in p.targets} == {None}
+    assert {t.manifest.nvidia_require_cuda for t in p.targets} == {None}
 
 
 # --- strategies and targets ------------------------------------------------------------------------------
@@ -146,8 +146,8 @@ def test_cuda_base_runtime_is_the_base_image_and_devel_the_cudnn_devel_image() -
     assert base_of(p.dockerfile, "venv") == "os"
     assert base_of(p.dockerfile, "devel") == "toolchain"
     assert env_of(p.dockerfile, "devel")["CUDA_HOME"] == "/usr/local/cuda"
-    assert p.target(Flavor.DEVEL).manifest["base_image"] == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
-    assert p.target(Flavor.RUNTIME).manifest["base_image"] == "nvidia/cuda:12.4.1-base-ubuntu22.04"
+    assert p.target(Flavor.DEVEL).manifest.base_image == "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"
+    assert p.target(Flavor.RUNTIME).manifest.base_image == "nvidia/cuda:12.4.1-base-ubuntu22.04"
 
 
 def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
@@ -297,7 +297,8 @@ def test_the_manifest_is_copied_into_each_image() -> None:
     files = dict(p.context_files)
     for flavor in Flavor:
         manifest = json.loads(files[f"manifest-{flavor.value}.json"])
-        assert manifest == p.target(flavor).manifest
+        assert manifest == p.target(flavor).manifest.to_dict()
+        assert list(manifest)[:3] == ["schema", "torchyard", "id"]  # the key order images always had
         assert ("COPY", f"manifest-{flavor.value}.json /etc/torchyard/manifest.json") in instructions(
             p.dockerfile, flavor.value
         )
@@ -455,3 +456,17 @@ def test_a_bad_refresh_token_is_one_line(token: str, capsys: pytest.CaptureFixtu
         f"torchyard: error: --refresh / $TORCHYARD_REFRESH {token!r}: expected a short token of letters, digits, "
         "'.', '_', '-' (e.g. 2026-W48)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("ident", "compilers"),
+    [
+        (CU130, ["g++", "python3-dev"]),  # the OS's own Python: its headers come from python3-dev
+        ("torch2.14.1-cu130-py3.13-debian12", ["g++"]),  # python:3.13-slim carries Python.h
+        (CPU, ["g++", "python3-dev"]),  # Inductor's CPU kernels need them whether or not there is a GPU
+        ("torch1.13.1-cu117-py3.10-debian12", []),  # no torch.compile before 2.0: no compiler at run time
+    ],
+)
+def test_runtime_images_carry_what_torch_compile_needs_at_run_time(ident: str, compilers: list[str]) -> None:
+    runtime_os = plan(ident).dockerfile.split(" AS os\n", 1)[1].split("\nFROM ", 1)[0]
+    assert [p for p in ("g++", "python3-dev") if f"      {p} \\" in runtime_os] == compilers

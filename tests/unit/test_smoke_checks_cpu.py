@@ -306,7 +306,8 @@ def test_train_cpu_passes_when_the_loss_halves(
     ctx = context(tmp_path)
     status, message = outcome("train.cpu", ctx)
     assert (status, message.split(" (")[0]) == (PASS, "loss 2.500 -> 1.000 in 30 steps")
-    assert trainer.calls == [{"device": "cpu", "steps": 30, "batch": 64, "amp": False, "channels_last": False}]
+    # 3 warm-up steps, then 27 timed: 30 steps in all whose losses count
+    assert trainer.calls == [{"device": "cpu", "steps": 27, "batch": 64, "precision": "fp32", "warmup": 3}]
     assert modules["torch"].num_threads_set and ctx.observed["train_cpu"]["last_loss"] == 1.0
 
 

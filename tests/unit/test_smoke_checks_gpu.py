@@ -1,9 +1,9 @@
-"""The GPU checks against fake torch modules: the branches no GPU-less machine could otherwise reach.
+"""The GPU checks against fake torch modules: failure injection for the branches that need no real torch.
 
-Covered here: no GPU (skipped; failed with --require-gpu), a CPU build, a GPU the build has no code
-for, several GPUs, a driver older than the image's minimum, the training comparison's arithmetic
-and the extension self-test. The numerics of gpu.cudnn_conv, gpu.autocast, gpu.tf32 and gpu.nccl
-need a real GPU; they are exercised only in images on a GPU machine (docs/smoke.md).
+Covered here: no GPU (skipped; failed with --require-gpu), GPU device nodes without CUDA (the driver),
+a CPU build, a GPU the build has no code for, several GPUs, a driver older than the image's minimum, the
+training comparison's bookkeeping and the extension self-test. The checks' real torch code (numerics,
+tolerances, spawn, restored settings) runs against real torch in test_gpu_sim.py (tests/gpu_sim).
 """
 
 from __future__ import annotations
@@ -36,22 +36,62 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Installer:
 
 @pytest.fixture
 def driver(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str | None]]:
-    """The driver version the checks see: set driver[0]."""
+    """The driver version the checks see: set driver[0]. The fake cannot multiply: every GPU 'computes'."""
     found: list[str | None] = ["590.48.01"]
     monkeypatch.setattr(checks_gpu, "driver_version", lambda: found[0])
+    monkeypatch.setattr(checks_gpu, "_matmul_error", lambda torch, index: 0.0)
     yield found
+
+
+@pytest.fixture(autouse=True)
+def no_device_nodes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """This host's /dev is not the test's: no GPU device nodes unless a test makes some."""
+    monkeypatch.setattr(checks_gpu, "DEVICE_NODES", str(tmp_path / "dev" / "nvidia[0-9]*"))
 
 
 def test_the_gpu_checks_are_the_ones_the_issue_names() -> None:
     assert GPU_CHECKS == [
         "gpu.autocast",
+        "gpu.compile",
         "gpu.cudnn_conv",
         "gpu.devices",
         "gpu.extensions",
+        "gpu.gemm",
+        "gpu.memory",
         "gpu.nccl",
+        "gpu.sdpa",
         "gpu.tf32",
         "gpu.train",
     ]
+
+
+@pytest.mark.parametrize("name", GPU_CHECKS)
+def test_device_nodes_without_cuda_fail_naming_the_host_driver_and_the_image_minimum(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # The container sees /dev/nvidia0 but CUDA does not initialise: a too-old driver, not "no GPU".
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidia0").touch()
+    version = tmp_path / "version"
+    version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n")
+    monkeypatch.setattr(checks_gpu, "DRIVER_FILE", str(version))
+    install(FakeImage(gpus=()))
+    status, message = outcome(name, context(tmp_path))  # without --require-gpu too
+    assert status == FAIL
+    assert "nvidia0 exists but torch.cuda.is_available() is False" in message
+    assert "the host's driver is 550.54.15" in message and "needs driver >= 580.65.06" in message
+
+
+def test_device_nodes_without_a_readable_driver_version_say_so(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidia3").touch()
+    monkeypatch.setattr(checks_gpu, "DRIVER_FILE", str(tmp_path / "missing"))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: (_ for _ in ()).throw(FileNotFoundError("nvidia-smi")))
+    install(FakeImage(gpus=()))
+    message = outcome("gpu.devices", context(tmp_path, min_driver=None))[1]
+    assert f"no driver version in {tmp_path / 'missing'}" in message and "unknown (no manifest)" in message
 
 
 @pytest.mark.parametrize("name", GPU_CHECKS)
@@ -84,7 +124,7 @@ def test_devices_names_each_gpu_and_how_the_build_runs_on_it(
     ctx = context(tmp_path)
     assert outcome("gpu.devices", ctx) == (
         PASS,
-        "2 GPU(s): NVIDIA L4 sm_89 compatible, NVIDIA H200 sm_90 native; driver 590.48.01",
+        "2 GPU(s) computed: NVIDIA L4 sm_89 compatible, NVIDIA H200 sm_90 native; driver 590.48.01",
     )
     assert ctx.observed["gpus"][0] == {
         "index": 0,
@@ -98,7 +138,7 @@ def test_devices_names_each_gpu_and_how_the_build_runs_on_it(
 
 def test_devices_accepts_ptx_for_a_newer_gpu(install: Installer, tmp_path: Path, driver: list[str | None]) -> None:
     install(FakeImage(gpus=(Gpu(name="RTX PRO 6000", capability=(12, 0)),), arch_list=("sm_90", "compute_90")))
-    assert outcome("gpu.devices", context(tmp_path))[1].startswith("1 GPU(s): RTX PRO 6000 sm_120 ptx")
+    assert outcome("gpu.devices", context(tmp_path))[1].startswith("1 GPU(s) computed: RTX PRO 6000 sm_120 ptx")
 
 
 def test_a_gpu_with_an_unsupported_capability_fails_naming_gpu_and_arch(
@@ -131,7 +171,7 @@ def test_an_unknown_driver_or_minimum_is_not_compared(
 ) -> None:
     install(FakeImage(gpus=(L4,)))
     driver[0] = None
-    assert outcome("gpu.devices", context(tmp_path)) == (PASS, "1 GPU(s): NVIDIA L4 sm_89 compatible")
+    assert outcome("gpu.devices", context(tmp_path)) == (PASS, "1 GPU(s) computed: NVIDIA L4 sm_89 compatible")
     driver[0] = "470.1"
     assert outcome("gpu.devices", context(tmp_path, min_driver=None))[0] == PASS
 
@@ -175,23 +215,28 @@ def test_driver_version_from_nvidia_smi_or_none(monkeypatch: pytest.MonkeyPatch)
 # --- gpu.train: model.train replaced ---------------------------------------------------------------
 
 
-def test_train_compares_amp_channels_last_with_fp32(
-    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("gpu", "configs"),
+    [
+        (H200, ["fp32", "tf32", "amp_fp16_channels_last", "amp_bf16_channels_last"]),
+        (Gpu(name="Tesla T4", capability=(7, 5)), ["fp32", "amp_fp16_channels_last"]),  # no TF32, no native bf16
+    ],
+)
+def test_train_times_each_precision_the_gpu_has_and_the_cpu(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: Gpu, configs: list[str]
 ) -> None:
-    trainer = FakeTrainer(first_loss=2.4, last_loss=0.2, images_per_second={False: 4000.0, True: 10000.0})
+    trainer = FakeTrainer(first_loss=2.4, last_loss=0.2, images_per_second=4000.0)
     monkeypatch.setitem(sys.modules, "builder.smoke.model", trainer.module())
-    install(FakeImage(gpus=(H200,)))
+    install(FakeImage(gpus=(gpu,)))
     ctx = context(tmp_path)
-    assert outcome("gpu.train", ctx) == (
-        PASS,
-        "AMP+channels_last 10000 img/s, fp32 4000 img/s (x2.50); loss 2.40 -> 0.20",
-    )
-    assert [(c["steps"], c["batch"], c["amp"], c["channels_last"]) for c in trainer.calls] == [
-        (5, 64, False, False),  # the warm-up, kept out of the timings
-        (60, 256, True, True),
-        (60, 256, False, False),
-    ]
-    assert ctx.observed["train_gpu"]["speedup"] == 2.5
+    status, message = outcome("gpu.train", ctx)
+    assert status == PASS, message
+    gpu_calls = [c for c in trainer.calls if c["device"] == "cuda"]
+    assert [c["precision"] for c in gpu_calls] == configs
+    assert all(c["warmup"] >= 1 and c["batch"] == 256 for c in gpu_calls)  # each warms itself up
+    assert [c["device"] for c in trainer.calls if c["device"] != "cuda"] == ["cpu"]  # same model, same run
+    assert ctx.observed["train_gpu"]["gpu_over_cpu_fp32"] == 1.0
+    assert message.startswith("images/s: fp32 4000")
 
 
 def test_train_fails_when_a_loss_does_not_halve(
@@ -199,7 +244,7 @@ def test_train_fails_when_a_loss_does_not_halve(
 ) -> None:
     monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.4, last_loss=1.3).module())
     install(FakeImage(gpus=(H200,)))
-    assert outcome("gpu.train", context(tmp_path)) == (FAIL, "AMP: loss 2.400 -> 1.300, did not fall by half")
+    assert outcome("gpu.train", context(tmp_path)) == (FAIL, "fp32: loss 2.400 -> 1.300, did not fall by half")
 
 
 # --- gpu.extensions --------------------------------------------------------------------------------

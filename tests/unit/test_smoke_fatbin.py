@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fatbin_kit import ELF, PTX, Entry, container, elf64, ptx, sass, shared_library
+from fatbin_kit import AARCH64, ELF, PTX, Entry, container, elf64, entry, ptx, raw_container, sass, shared_library
 
 from builder.smoke.fatbin import code_list
 
@@ -66,3 +66,36 @@ def test_a_bare_fatbin_file_is_read_whole(tmp_path: Path) -> None:
 @pytest.mark.parametrize("noise", [b"", b"\0" * 64, b"no fat binary here"])
 def test_files_without_containers(tmp_path: Path, noise: bytes) -> None:
     assert names(tmp_path, shared_library(noise)) == ([], [])
+
+
+ARCH_SPECIFIC = 0x100000
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"), [(48, ["sm_80", "sm_90a"]), (64, ["sm_80", "sm_90a"]), (40, ["sm_80", "sm_90"])]
+)
+def test_the_arch_specific_flag_is_read_from_a_header_of_48_bytes_or_more(
+    tmp_path: Path, header: int, expected: list[str]
+) -> None:
+    # The flag field ends at byte 48 (0x28 + 8): a header of exactly 48 bytes carries it; one of 40 cannot.
+    body = entry(Entry(ELF, 90), header=header, flags=ARCH_SPECIFIC) + entry(Entry(ELF, 80), header=header)
+    assert names(tmp_path, shared_library(raw_container(body))) == (expected, [])
+
+
+def test_an_aarch64_library_is_read_like_an_x86_64_one(tmp_path: Path) -> None:
+    # GH200 / GB200 / DGX Spark: libtorch_cuda.so for aarch64 is ELF64 little-endian with e_machine 183.
+    arm = shared_library(container(*sass(90, 100, 120), *ptx(120)), machine=AARCH64)
+    assert arm[18:20] == b"\xb7\x00"  # e_machine = EM_AARCH64
+    assert names(tmp_path, arm) == (["sm_90", "sm_100", "sm_120"], ["compute_120"])
+    body = entry(Entry(ELF, 100), header=64, flags=ARCH_SPECIFIC) + entry(
+        Entry(ELF, 121), header=64, flags=ARCH_SPECIFIC
+    )
+    assert names(tmp_path, shared_library(raw_container(body), machine=AARCH64)) == (["sm_100a", "sm_121a"], [])
+
+
+def test_a_big_endian_or_32_bit_elf_file_is_not_taken_for_a_fat_binary_layout(tmp_path: Path) -> None:
+    # Only ELF64 little-endian has the section layout the reader follows; anything else is searched whole.
+    data = bytearray(shared_library(container(*sass(89))))
+    data[5] = 2  # EI_DATA = big-endian: its section header offset, read as little-endian, points nowhere
+    data[0x28:0x30] = (1 << 40).to_bytes(8, "big")
+    assert names(tmp_path, bytes(data)) == (["sm_89"], [])

@@ -123,7 +123,8 @@ def test_the_suite_in_the_image_writes_its_report_to_the_mounted_folder() -> Non
     assert (call.image, call.gpus, call.timeout) == ("img:1", None, 1800)
     assert (report.exit_code, report.ok, report.data, report.junit) == (1, False, REPORT, "<testsuite/>")
     assert report.failures() == ["version.cudnn: cudnn: the image has 92400, expected 90100"]
-    assert report.observed == {"torch": "2.14.1+cu130"} and len(report.checks) == 3
+    assert report.observed.torch == "2.14.1+cu130" and len(report.checks) == 3
+    assert report.observed.to_dict() == {"torch": "2.14.1+cu130"}
     assert report.output.endswith("1 passed, 1 failed, 1 skipped\n")
     out = next(m.source for m in call.mounts if m.target == OUT)
     assert not Path(out).exists()  # the temporary folder is gone

@@ -26,8 +26,8 @@ from fake_torch import FakeImage, manifest, write_stubs
 from smoke_kit import CHECKS, context
 
 from builder.smoke import cli, runner
-from builder.smoke.framework import FAIL, PASS, SKIP, Context, Result
-from builder.smoke.runner import run_all
+from builder.smoke.framework import FAIL, PASS, SKIP, Check, Context, Result
+from builder.smoke.runner import _groups, load_checks, run_all
 
 SCALE = 0.02  # a 60 s check times out after 1.2 s
 VERSIONS = ["version.torch", "version.torchvision", "version.torchaudio", "version.cuda", "version.python"]
@@ -104,7 +104,26 @@ def test_every_registered_check_gets_a_result(workers: Workers, image: Image, tm
     # model.py needs the real torch (nn, optim): the fake cannot train, and that is reported, not lost
     assert by_name["train.cpu"].status == FAIL
     assert by_name["train.cpu"].message.startswith("ImportError: cannot import name 'nn' from 'torch'")
-    assert len(workers.started) == 1
+    # The no-GPU checks share one worker; the first GPU check finds no GPU in a worker of its own, and the
+    # same reason skips the others without starting one each.
+    assert len(workers.started) == 2
+    assert {r.message for r in results if CHECKS[r.name].gpu} == {"no GPU visible"}
+
+
+def test_each_gpu_check_runs_in_a_fresh_worker_of_its_own(workers: Workers, image: Image, tmp_path: Path) -> None:
+    image(FakeImage())
+    gpu = [name for name, c in CHECKS.items() if c.gpu]
+    results = run(gpu, context(tmp_path, require_gpu=True))  # failing, not skipping: every check runs
+    assert {r.status for r in results} == {FAIL}
+    assert len(workers.started) == len(gpu)
+
+
+def test_gpu_checks_are_isolated_and_no_gpu_checks_share_a_worker() -> None:
+    fake = [
+        Check(name, lambda ctx: "", gpu, 1.0) for name, gpu in [("a", False), ("b", False), ("g1", True), ("g2", True)]
+    ]
+    assert _groups(fake) == [["a", "b"], ["g1"], ["g2"]]
+    assert [c.gpu for c in load_checks()] == sorted(c.gpu for c in load_checks())  # no-GPU checks first
 
 
 def test_a_hanging_check_times_out_by_name_and_a_fresh_worker_carries_on(

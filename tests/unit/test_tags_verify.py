@@ -20,6 +20,7 @@ from builder.kinds import Flavor, Strategy
 from builder.plan import CONTENT_LABEL
 from builder.render.options import Extension
 from builder.smoke.expect import cudnn_number
+from builder.smoke.manifest import Observed
 from builder.tags import ImageTags, default_os_python, extras_id, image_tags
 from builder.verify import check_extension_code, check_labels, check_tag, observed_tag
 from builder.versions import minor_str
@@ -189,11 +190,11 @@ def seen(**observed: Any) -> dict[str, Any]:
     ],
 )
 def test_observed_tag(observed: dict[str, Any], expected: str) -> None:
-    assert observed_tag(observed, R, W, ()) == expected
+    assert observed_tag(Observed.from_dict(observed), R, W, ()) == expected
 
 
 def test_observed_tag_carries_flavor_strategy_archs_and_extras() -> None:
-    assert observed_tag(seen(), D, CB, (SM89, SM90A), "0aba8bab") == (
+    assert observed_tag(Observed.from_dict(seen()), D, CB, (SM89, SM90A), "0aba8bab") == (
         "2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-cuda-base-sm89-sm90a-x0aba8bab"
     )
 
@@ -211,16 +212,17 @@ def test_every_valid_combination_matches_its_own_contents() -> None:
         }
         for flavor in Flavor:
             assert (
-                observed_tag(observed, flavor, W, (SM89,), "x1") == image_tags(m, c, flavor, W, (SM89,), "x1").immutable
+                observed_tag(Observed.from_dict(observed), flavor, W, (SM89,), "x1")
+                == image_tags(m, c, flavor, W, (SM89,), "x1").immutable
             )
 
 
 def test_check_tag_names_both_tags() -> None:
     p = plan("torch2.14.1-cu130-py3.11-debian12")
     observed = contents_of(p)["runtime"].observed
-    check_tag(p, p.target(R), observed)
+    check_tag(p, p.target(R), Observed.from_dict(observed))
     with pytest.raises(BuildError) as raised:
-        check_tag(p, p.target(R), observed | {"torch": "2.13.0+cu130"})
+        check_tag(p, p.target(R), Observed.from_dict(observed | {"torch": "2.13.0+cu130"}))
     assert str(raised.value) == (
         "the tag 2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime does not describe the image: its contents say "
         "2.13.0-cuda13.0-cudnn9-py3.11-debian12-runtime"

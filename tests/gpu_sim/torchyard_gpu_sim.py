@@ -1,0 +1,309 @@
+"""A test-only layer that makes REAL (CPU) torch report simulated GPUs and runs their work on the CPU.
+
+Armed by `sitecustomize.py` beside this file when TORCHYARD_GPU_SIM holds a JSON configuration and this
+folder is on PYTHONPATH, so it also takes effect in every process the suite starts (its workers,
+`torch.multiprocessing.spawn` children, DataLoader workers). Once torch has been imported:
+
+- torch.cuda reports the configured GPUs (count, names, capabilities, memory) and events time on the
+  host clock; `cuda` devices in torch calls (factories, `.to`, `.cuda()`, modules) become `cpu`, through a
+  TorchFunctionMode; pinned memory is the plain memory it already is;
+- autocast("cuda") and GradScaler("cuda") become their CPU forms; the NCCL backend becomes gloo;
+- an `sdpa_kernel` restriction keeps the math backend available (the CPU has no flash/cuDNN kernels);
+- matmuls under `allow_tf32` round their fp32 inputs to TF32 (10-bit mantissa) on GPUs of capability
+  >= 8.0, so the TF32 check sees TF32-sized errors as on a real Ampere-or-newer GPU.
+
+It proves control flow (API use, shapes, dtypes, pickling into spawned processes, restored settings), not
+numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
+can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
+`"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it.
+
+Standard library + torch only; runs in the images (Python >= 3.8).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import time
+import types
+from typing import Any, Iterator
+
+from torchyard_gpu_sim_mode import STATE, device_index, mode_class
+
+ENV = "TORCHYARD_GPU_SIM"
+DEFAULT_GPU = {"name": "Simulated NVIDIA H100", "capability": [9, 0], "memory": 512 << 20}
+
+
+def config() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(os.environ.get(ENV) or "{}")
+    data.setdefault("gpus", [DEFAULT_GPU])
+    data.setdefault("faults", [])
+    return data
+
+
+class _TorchHook(importlib.abc.MetaPathFinder):
+    """Patches torch right after its own import has finished."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.loader is None:
+            return spec
+        loader: Any = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: types.ModuleType) -> None:
+            original(module)
+            install(module, config())
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def arm() -> None:
+    if "torch" in sys.modules:
+        install(sys.modules["torch"], config())
+    else:
+        sys.meta_path.insert(0, _TorchHook())
+
+
+def install(torch: Any, cfg: dict[str, Any]) -> None:
+    if getattr(torch, "_torchyard_gpu_sim", False):
+        return
+    torch._torchyard_gpu_sim = True
+    _patch_cuda(torch, cfg)
+    _patch_versions(torch, cfg)
+    _patch_amp(torch)
+    _patch_distributed(torch, cfg)
+    _patch_sdpa(torch, cfg)
+    _patch_compile(torch, cfg)
+    torch.Tensor.pin_memory = lambda self, *args, **kwargs: self  # DataLoader's pin thread has no mode
+    torch.Tensor.is_pinned = lambda self, *args, **kwargs: True
+    _Mode.active = mode_class(torch)(cfg)
+    _Mode.active.__enter__()
+
+
+class _Mode:
+    active: Any = None
+
+
+# --- torch.cuda ------------------------------------------------------------------------------------
+
+
+class _Event:
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        self.at: float | None = None
+
+    def record(self, stream: Any = None) -> None:
+        self.at = time.perf_counter()
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def elapsed_time(self, end: _Event) -> float:
+        if self.at is None or end.at is None:
+            raise RuntimeError("elapsed_time of an event that was not recorded")
+        return (end.at - self.at) * 1000.0
+
+
+class _DeviceContext:
+    def __init__(self, device: Any) -> None:
+        self.index = device_index(device)
+        self.previous = 0
+
+    def __enter__(self) -> _DeviceContext:
+        self.previous = STATE["device"]
+        STATE["device"] = self.index
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        STATE["device"] = self.previous
+
+
+def _patch_cuda(torch: Any, cfg: dict[str, Any]) -> None:
+    gpus: list[dict[str, Any]] = [dict(DEFAULT_GPU, **g) for g in cfg["gpus"]]
+    cuda = torch.cuda
+
+    def gpu(device: Any = None) -> dict[str, Any]:
+        index = device_index(device)
+        if not 0 <= index < len(gpus):
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index}")
+        return gpus[index]
+
+    def properties(device: Any = None) -> Any:
+        if STATE.get("hidden"):
+            raise RuntimeError("no GPU while compiled code runs (simulation)")
+        g = gpu(device)
+        major, minor = g["capability"]
+        return types.SimpleNamespace(
+            name=g["name"], major=major, minor=minor, total_memory=g["memory"], multi_processor_count=132
+        )
+
+    def set_device(device: Any) -> None:
+        gpu(device)
+        STATE["device"] = device_index(device)
+
+    values: dict[str, Any] = {
+        "is_available": lambda: bool(gpus) and not STATE.get("hidden"),
+        "device_count": lambda: 0 if STATE.get("hidden") else len(gpus),
+        "get_device_capability": lambda device=None: tuple(gpu(device)["capability"]),
+        "get_device_name": lambda device=None: gpu(device)["name"],
+        "get_device_properties": properties,
+        "current_device": lambda: STATE["device"],
+        "set_device": set_device,
+        "device": _DeviceContext,
+        "synchronize": lambda device=None: None,
+        "Event": _Event,
+        "mem_get_info": lambda device=None: (int(gpu(device)["memory"] * 0.9), int(gpu(device)["memory"])),
+        "empty_cache": lambda: None,
+        "memory_allocated": lambda device=None: 0,
+        "max_memory_allocated": lambda device=None: 0,
+        "reset_peak_memory_stats": lambda device=None: None,
+        "is_bf16_supported": lambda including_emulation=True: True,  # as torch >= 2.3 answers on sm_7x too
+        "is_initialized": lambda: True,
+        "init": lambda: None,
+        "manual_seed": lambda seed: None,
+        "manual_seed_all": lambda seed: None,
+        "get_rng_state": lambda device="cuda": torch.get_rng_state(),
+        "set_rng_state": lambda state, device="cuda": None,
+        "get_rng_state_all": lambda: [torch.get_rng_state() for _ in gpus],
+        "set_rng_state_all": lambda states: None,
+    }
+    if cfg.get("arch_list") is not None:
+        values["get_arch_list"] = lambda: list(cfg["arch_list"])
+    for name, value in values.items():
+        setattr(cuda, name, value)
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None:  # torch >= 2.6: the tensors are on the CPU, which has no accelerator to ask
+        accelerator.is_available = lambda: False
+        accelerator.current_accelerator = lambda check_available=False: None
+        accelerator.device_count = lambda: 0
+
+
+def _patch_versions(torch: Any, cfg: dict[str, Any]) -> None:
+    if "cuda" in cfg:
+        torch.version.cuda = cfg["cuda"]
+    if cfg.get("cudnn_enabled") is False:
+        torch.backends.cudnn.enabled = False
+    if "cudnn" in cfg:
+        number = cfg["cudnn"]
+        torch.backends.cudnn.is_available = lambda: number is not None
+        torch.backends.cudnn.version = lambda: number
+    if "nccl" in cfg:
+        torch.cuda.nccl.version = lambda: tuple(cfg["nccl"])
+
+
+def _patch_amp(torch: Any) -> None:
+    real_autocast = torch.autocast
+
+    class SimAutocast(real_autocast):  # type: ignore[misc,valid-type]
+        def __init__(self, device_type: str = "cuda", dtype: Any = None, enabled: bool = True, **kwargs: Any) -> None:
+            if device_type == "cuda":
+                device_type, dtype = "cpu", dtype or torch.float16
+            super().__init__(device_type, dtype=dtype, enabled=enabled, **kwargs)
+
+    torch.autocast = SimAutocast
+    torch.amp.autocast = SimAutocast
+    torch.cuda.amp.autocast = lambda enabled=True, dtype=None, **kw: SimAutocast("cuda", dtype, enabled, **kw)
+    real_scaler = getattr(torch.amp, "GradScaler", None)
+    if real_scaler is None:  # torch < 2.3 has no CPU scaler: a pass-through one keeps the control flow
+        return
+
+    class SimScaler(real_scaler):  # type: ignore[misc,valid-type]
+        def __init__(self, device: str = "cuda", *args: Any, **kwargs: Any) -> None:
+            super().__init__("cpu" if device == "cuda" else device, *args, **kwargs)
+
+    torch.amp.GradScaler = SimScaler
+    torch.cuda.amp.GradScaler = lambda *args, **kwargs: SimScaler("cuda", *args, **kwargs)
+
+
+def _patch_distributed(torch: Any, cfg: dict[str, Any]) -> None:
+    import torch.distributed as dist
+
+    real_init, real_all_reduce = dist.init_process_group, dist.all_reduce
+
+    def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
+        return real_init("gloo" if backend in (None, "nccl") else backend, *args, **kwargs)
+
+    def all_reduce(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        work = real_all_reduce(tensor, *args, **kwargs)
+        if "all_reduce" in cfg["faults"]:
+            tensor.add_(1)
+        return work
+
+    dist.init_process_group = init_process_group
+    dist.all_reduce = all_reduce
+    dist.is_nccl_available = lambda: True
+
+
+def _patch_sdpa(torch: Any, cfg: dict[str, Any]) -> None:
+    attention: Any = getattr(torch.nn, "attention", None)
+    real: Any = getattr(attention, "sdpa_kernel", None)
+    functional = torch.nn.functional
+    real_sdpa = functional.scaled_dot_product_attention
+    chosen: list[Any] = []
+
+    @contextlib.contextmanager
+    def sdpa_kernel(backends: Any, *args: Any, **kwargs: Any) -> Iterator[None]:
+        wanted = list(backends) if isinstance(backends, (list, tuple)) else [backends]
+        math = attention.SDPBackend.MATH
+        with real(list(dict.fromkeys([*wanted, math])), *args, **kwargs):
+            chosen.append(wanted)
+            try:
+                yield
+            finally:
+                chosen.pop()
+
+    def sdpa(*args: Any, **kwargs: Any) -> Any:
+        out = real_sdpa(*args, **kwargs)
+        fused = chosen and attention is not None and attention.SDPBackend.MATH not in chosen[-1]
+        return out + 0.1 if fused and "sdpa" in cfg["faults"] else out
+
+    if real is not None:
+        attention.sdpa_kernel = sdpa_kernel
+    functional.scaled_dot_product_attention = sdpa
+
+
+def _patch_compile(torch: Any, cfg: dict[str, Any]) -> None:
+    """Compiled code runs with the mode off and the GPUs hidden: its tensors are on the CPU already, Dynamo
+    should trace the model, not this layer, and Inductor compiles for the CPU (C++), not through Triton."""
+    real = getattr(torch, "compile", None)
+    if real is None:
+        return
+
+    def compile(model: Any = None, **kwargs: Any) -> Any:
+        compiled = real(model, **kwargs)
+
+        def run(*args: Any, **kw: Any) -> Any:
+            with suspended(torch):
+                return compiled(*args, **kw)
+
+        return run
+
+    torch.compile = compile
+
+
+@contextlib.contextmanager
+def suspended(torch: Any) -> Iterator[None]:
+    popped, hidden = [], STATE.get("hidden")
+    STATE["hidden"] = True  # Inductor, seeing no GPU, compiles for the CPU and reads no GPU properties
+    while torch._C._len_torch_function_stack() > 0:
+        popped.append(torch._C._pop_torch_function_stack())
+    try:
+        yield
+    finally:
+        STATE["hidden"] = hidden
+        for mode in reversed(popped):
+            torch._C._push_on_torch_function_stack(mode)

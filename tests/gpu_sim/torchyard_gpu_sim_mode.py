@@ -1,0 +1,134 @@
+"""The half of the GPU simulation that moves work: a TorchFunctionMode that maps `cuda` devices in torch calls
+to `cpu`, marks the results of simulated GPU N (faults act on those only), rounds matmul inputs to TF32 where
+the simulated GPU would, and injects the configured wrong answers. Test-only; Python >= 3.8.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STATE: dict[str, Any] = {"device": 0}  # the current simulated device (torch.cuda.set_device / torch.cuda.device)
+
+
+def device_index(device: Any) -> int:
+    if device is None:
+        return int(STATE["device"])
+    if isinstance(device, int):
+        return device
+    if isinstance(device, str):
+        return int(device.split(":", 1)[1]) if ":" in device else int(STATE["device"])
+    index = getattr(device, "index", None)
+    return int(STATE["device"]) if index is None else int(index)
+
+
+def mode_class(torch: Any) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    matmuls = {torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.Tensor.matmul, torch.Tensor.__matmul__}
+    matmuls |= {torch.nn.functional.linear}
+    convs = {torch.nn.functional.conv2d, torch.conv2d}
+
+    class SimMode(TorchFunctionMode):  # type: ignore[misc]
+        def __init__(self, cfg: dict[str, Any]) -> None:
+            super().__init__()
+            self.cfg = cfg
+
+        def __torch_function__(self, func: Any, types_: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
+            kwargs = dict(kwargs or {})
+            if func is torch.Tensor.pin_memory:
+                return args[0]
+            if func is torch.Tensor.is_pinned:
+                return True
+            if func is torch.Tensor.cuda:
+                device = args[1] if len(args) > 1 else kwargs.get("device")
+                return self._mark(args[0].view_as(args[0]), device_index(device))
+            target, args, kwargs = self._rewrite(args, kwargs)
+            source = _marked(args) if target is None else target
+            if func in matmuls and source is not None and self._tf32():
+                args = tuple(_tf32(torch, a) for a in args)
+            out = func(*args, **kwargs)
+            if func is torch.Tensor.cpu or (func is torch.Tensor.to and target is None and "cpu" in _texts(args)):
+                return out.view_as(out) if out is args[0] else out  # back on the host: unmarked
+            if source is None:
+                return out
+            if func is torch.Tensor.to and out is args[0]:
+                out = out.view_as(out)
+            if func in matmuls and "gemm" in self.cfg["faults"] and isinstance(out, torch.Tensor):
+                out = out * 1.001
+            if func in convs and "conv_grad" in self.cfg["faults"]:
+                out = _BadGrad(torch).apply(out)
+            return out if any(out is a for a in args) else self._mark(out, source)
+
+        def _tf32(self) -> bool:
+            major = self.cfg["gpus"][0].get("capability", [9, 0])[0] if self.cfg["gpus"] else 0
+            return (
+                bool(torch.backends.cuda.matmul.allow_tf32) and major >= 8 and "tf32_ignored" not in self.cfg["faults"]
+            )
+
+        def _rewrite(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | None, Any, Any]:
+            found: list[int] = []
+
+            def fix(value: Any) -> Any:
+                if isinstance(value, torch.device) and value.type == "cuda":
+                    found.append(device_index(value))
+                    return torch.device("cpu")
+                if isinstance(value, str) and (value == "cuda" or value.startswith("cuda:")):
+                    found.append(device_index(value))
+                    return "cpu"
+                return value
+
+            args = tuple(fix(a) for a in args)
+            kwargs = {k: fix(v) for k, v in kwargs.items() if k != "pin_memory"}
+            return (found[0] if found else None), args, kwargs
+
+        def _mark(self, out: Any, index: int) -> Any:
+            """Outputs of work on simulated GPU `index` carry its number (faults act on them only)."""
+            if isinstance(out, torch.Tensor):
+                if f"gpu:{index}" in self.cfg["faults"] and out.is_floating_point():
+                    out = torch.full_like(out, float("nan"))
+                out._sim_gpu = index
+            elif isinstance(out, (tuple, list)):
+                for item in out:
+                    if isinstance(item, torch.Tensor):
+                        item._sim_gpu = index
+            return out
+
+    return SimMode
+
+
+def _marked(args: Any) -> int | None:
+    for value in args:
+        found = getattr(value, "_sim_gpu", None)
+        if found is not None:
+            return int(found)
+        if isinstance(value, (tuple, list)):
+            inner = _marked(value)
+            if inner is not None:
+                return inner
+    return None
+
+
+def _texts(args: Any) -> list[str]:
+    return [str(a) for a in args if isinstance(a, str) or type(a).__name__ == "device"]
+
+
+def _tf32(torch: Any, value: Any) -> Any:
+    """Round an fp32 tensor to TF32 (10 mantissa bits) as tensor cores read it."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.float32:
+        return value
+    bits = value.detach().contiguous().view(torch.int32)
+    rounded = ((bits + 0x1000) & ~0x1FFF).view(torch.float32)
+    return rounded if not value.requires_grad else value + (rounded - value).detach()
+
+
+def _BadGrad(torch: Any) -> Any:
+    class BadGrad(torch.autograd.Function):  # type: ignore[misc]
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x.view_as(x)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad * 1.01
+
+    return BadGrad

@@ -1,0 +1,125 @@
+"""The GPU checks' real code against real torch, on simulated GPUs (tests/gpu_sim; docs/smoke.md).
+
+This proves control flow, not numerics: API use on the torch at hand, shapes, dtypes, the spawn of one
+process per GPU, settings put back, and that each check FAILS when the simulated GPU answers wrongly
+(faults). Speeds and errors are the CPU's. tests/unit/fake_torch.py stays for failure injection of what
+real torch cannot be made to do here (old versions, missing modules, hangs and crashes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sim_kit import A100, H100, T4, check, needs_torch, python_with_torch, sim, suite
+
+pytestmark = needs_torch
+
+GPU_CHECKS = [
+    "gpu.devices",
+    "gpu.cudnn_conv",
+    "gpu.autocast",
+    "gpu.tf32",
+    "gpu.extensions",
+    "gpu.compile",
+    "gpu.train",
+    "gpu.gemm",
+    "gpu.memory",
+    "gpu.sdpa",
+    "gpu.nccl",
+]
+
+
+def test_every_gpu_check_runs_on_two_simulated_gpus(tmp_path: Path) -> None:
+    code, report = suite(sim([H100, A100]), tmp_path, "--only", "gpu.", "--require-gpu")
+    statuses = {c["name"]: (c["status"], c["message"]) for c in report["checks"]}
+    assert list(statuses) == GPU_CHECKS
+    assert {n: s for n, (s, _) in statuses.items() if s != "passed"} == {"gpu.extensions": "skipped"}, statuses
+    assert code == 0
+    observed = report["observed"]
+    assert [g["arch"] for g in observed["gpus"]] == ["sm_90", "sm_80"]  # every visible GPU, not only GPU 0
+    assert list(observed["train_gpu"]["images_per_second"]) == [
+        "fp32",
+        "tf32",
+        "amp_fp16_channels_last",
+        "amp_bf16_channels_last",
+    ]
+    assert observed["train_gpu"]["gpu_over_cpu_fp32"] > 0
+    assert observed["nccl_all_reduce"]["world"] == 2 and observed["nccl_all_reduce"]["busbw_gbps"] > 0
+    assert {"flash", "efficient", "cudnn"} <= {p.split()[0] for p in observed["sdpa"]["passed"]}
+    assert set(observed["gemm"]["tflops"]) == {"fp32", "tf32", "fp16", "bf16"}
+    assert observed["tf32_errors"]["on"] > 10 * observed["tf32_errors"]["off"]
+
+
+@pytest.mark.parametrize(
+    ("fault", "name", "expected"),
+    [
+        ("tf32_ignored", "gpu.tf32", "TF32 was not used"),
+        ("conv_grad", "gpu.cudnn_conv", "grad is wrong: relative error 1.00e-02"),
+        ("gemm", "gpu.gemm", "cuBLAS fp32 GEMM: relative error"),
+        ("gpu:1", "gpu.devices", "GPU 1 (Simulated NVIDIA A100) computed a wrong matmul"),
+        ("sdpa", "gpu.sdpa", "backend differs from math"),
+        ("all_reduce", "gpu.nccl", "all_reduce gave"),
+    ],
+)
+def test_each_check_fails_when_the_gpu_answers_wrongly(tmp_path: Path, fault: str, name: str, expected: str) -> None:
+    found = check(name, sim([H100, A100], faults=(fault,)), tmp_path)
+    # the same checks pass on the same GPUs without the fault: test_every_gpu_check_runs_on_two_simulated_gpus
+    assert found["status"] == "failed" and expected in found["message"], found["message"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"cudnn": None}, "cuDNN is not available to torch (torch.backends.cudnn.is_available() is False)"),
+        ({"cudnn_enabled": False}, "cuDNN is disabled (torch.backends.cudnn.enabled is False)"),
+    ],
+)
+def test_cudnn_must_be_available_and_enabled(tmp_path: Path, changes: dict[str, Any], expected: str) -> None:
+    found = check("gpu.cudnn_conv", sim([H100], **changes), tmp_path)
+    assert (found["status"], found["message"]) == ("failed", expected)
+
+
+def test_a_gpu_before_ampere_has_no_tf32_and_no_native_bf16(tmp_path: Path) -> None:
+    config = sim([T4])
+    tf32 = check("gpu.tf32", config, tmp_path)
+    assert tf32["status"] == "passed" and tf32["message"].startswith("no TF32 on sm_75")
+    autocast = check("gpu.autocast", config, tmp_path)
+    assert autocast["status"] == "passed"
+    assert "bf16 not native on sm_75" in autocast["message"] and autocast["observed"]["bf16_native"] is False
+    assert check("gpu.autocast", sim([H100]), tmp_path)["observed"]["bf16_native"] is True
+
+
+def test_training_times_the_precisions_a_t4_has_and_restores_every_setting(tmp_path: Path) -> None:
+    found = check("gpu.train", sim([T4]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert list(found["observed"]["train_gpu"]["images_per_second"]) == ["fp32", "amp_fp16_channels_last"]
+    assert found["settings_after"] == found["settings_before"]
+
+
+@pytest.mark.parametrize("name", ["gpu.devices", "gpu.cudnn_conv", "gpu.tf32", "gpu.gemm"])
+def test_checks_put_back_every_global_setting(tmp_path: Path, name: str) -> None:
+    found = check(name, sim([H100]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert found["settings_after"] == found["settings_before"]
+
+
+def test_without_simulated_gpus_the_gpu_checks_fail_under_require_gpu(tmp_path: Path) -> None:
+    found = check("gpu.devices", sim([]), tmp_path)
+    assert found["status"] == "failed" and found["message"].startswith("--require-gpu, but")
+
+
+def test_the_fp32_baseline_turns_tf32_off_for_matmuls_and_cudnn(tmp_path: Path) -> None:
+    # cudnn.allow_tf32 defaults to True: an "fp32" run that does not turn it off is really TF32.
+    code = (
+        "import torch\n"
+        "from builder.smoke.model import FP32, TF32, train\n"
+        "seen = []\n"
+        "for precision in (FP32, TF32):\n"
+        "    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = precision is FP32\n"
+        "    train('cuda', 1, 4, precision=precision, warmup=1)\n"
+        "    seen.append([torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32])\n"
+        "print(seen)\n"
+    )
+    assert python_with_torch(code, sim([H100]), tmp_path).strip().splitlines()[-1] == "[[False, False], [True, True]]"
