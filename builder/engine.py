@@ -60,6 +60,38 @@ class Mount:
     read_only: bool = True
 
 
+@dataclass(frozen=True, kw_only=True)
+class BuildRequest:
+    """One BuildKit build of one target: what the engine needs, with no command-line syntax in it."""
+
+    context: Path
+    dockerfile: Path
+    target: str
+    build_args: tuple[tuple[str, str], ...] = ()
+    secrets: tuple[tuple[str, str], ...] = ()  # (id, file on the build host)
+    labels: tuple[tuple[str, str], ...] = ()
+    tags: tuple[str, ...] = ()  # none: the image is built under no name (tagged after verification)
+    platform: str | None = None  # linux/arm64: a build for another platform (emulated where it is not native)
+
+
+def build_command(request: BuildRequest, client: str = "docker", *, buildx: bool = False) -> list[str]:
+    """The docker CLI argv of a build (the CLI is the BuildKit front end): buildx where the client has the
+    plugin, else the classic `docker build` with DOCKER_BUILDKIT=1."""
+    argv = [client, "buildx", "build", "--load"] if buildx else [client, "build"]
+    argv += ["--progress=plain", "--target", request.target, "-f", str(request.dockerfile)]
+    if request.platform:
+        argv += ["--platform", request.platform]
+    for key, value in request.build_args:
+        argv += ["--build-arg", f"{key}={value}"]
+    for ident, source in request.secrets:
+        argv += ["--secret", f"id={ident},src={source}"]
+    for key, value in sorted(request.labels):
+        argv += ["--label", f"{key}={value}"]
+    for ref in request.tags:
+        argv += ["-t", ref]
+    return [*argv, str(request.context)]
+
+
 @dataclass(frozen=True)
 class RegistryAuth:
     username: str
@@ -71,7 +103,7 @@ class RegistryAuth:
 
 class Engine(Protocol):
     def info(self) -> EngineInfo: ...
-    def build(self, argv: list[str], on_line: Callable[[str], None]) -> str: ...
+    def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str: ...
     def inspect(self, ref: str) -> ImageInfo | None: ...
     def tag(self, image_id: str, ref: str) -> None: ...
     def untag(self, ref: str) -> None: ...
@@ -135,12 +167,12 @@ class DockerEngine:
         return info
 
     # -- builds -------------------------------------------------------------------------------------
-    def build(self, argv: list[str], on_line: Callable[[str], None]) -> str:
+    def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         info = self.info()
         with tempfile.TemporaryDirectory(prefix="torchyard-iid-") as tmp:
             iidfile = Path(tmp) / "iid"
-            full = [info.client, *argv[1:]]
-            full.insert(len(full) - 1, f"--iidfile={iidfile}")
+            full = build_command(request, info.client, buildx=info.buildx)
+            full.insert(len(full) - 1, f"--iidfile={iidfile}")  # the image id, read back below
             env = dict(os.environ, DOCKER_BUILDKIT="1")
             done = run_command(full, env=env, on_line=on_line)
             if done.returncode != 0:

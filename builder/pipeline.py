@@ -14,7 +14,7 @@ from builder.context_dir import write_context
 from builder.engine import Engine, RegistryAuth
 from builder.errors import BuildError
 from builder.kinds import Flavor
-from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_argv, tag_refs
+from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.process import check_cancelled
 from builder.redact import redact
 from builder.registry import Registry
@@ -58,7 +58,7 @@ def build(
 ) -> list[Outcome]:
     targets = [plan.target(flavor) for flavor in settings.flavors]
     write_context(plan, settings.out_dir, force=settings.force)
-    buildx = engine.info().buildx  # says exactly what is missing before the first build
+    engine.info()  # says exactly what is missing before the first build
     registry = registry or Registry(settings.auth)
     outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]
     todo = []
@@ -69,7 +69,7 @@ def build(
             todo.append((target, outcome))
     with _secret_files(plan, settings, bool(todo)) as secret_files:
         for target, outcome in todo:
-            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, buildx)
+            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files)
     check_cancelled("tagging")
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in _refs(settings, target):
@@ -136,7 +136,6 @@ def _build_and_verify(
     outcome: Outcome,
     log: Log,
     secret_files: dict[str, str],
-    buildx: bool,
 ) -> None:
     name = target.flavor.value
     start = time.monotonic()
@@ -152,9 +151,9 @@ def _build_and_verify(
                 step = " ".join(line.split())  # BuildKit's step headers: a compact progress view
                 log(f"[{name}] {step[:100]}{'...' if len(step) > 100 else ''}")
 
-        argv = build_argv(plan, target.flavor, settings.out_dir, settings.repo, secret_files, buildx=buildx, tags=False)
+        request = build_request(plan, target.flavor, settings.out_dir, settings.repo, secret_files, tags=False)
         log(f"[{name}] building (log: {log_path})")
-        outcome.image_id = engine.build(argv, on_line)
+        outcome.image_id = engine.build(request, on_line)
     outcome.seconds = time.monotonic() - start
     image = engine.inspect(outcome.image_id)
     if image is None:

@@ -14,6 +14,7 @@ from typing import Any
 from builder import __version__
 from builder.archs import Arch
 from builder.context_dir import walk_extension
+from builder.engine import BuildRequest
 from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
@@ -263,33 +264,20 @@ def tag_refs(repo: str, target: TargetPlan) -> tuple[str, ...]:
     return tuple(f"{repo}:{tag}" for tag in target.tags.all())
 
 
-def build_argv(
-    plan: Plan,
-    flavor: Flavor,
-    context_dir: Path,
-    repo: str,
-    secret_files: dict[str, str],
-    *,
-    buildx: bool = False,
-    tags: bool = True,
-) -> list[str]:
-    """The BuildKit build of one target as an argv list (the docker CLI is the BuildKit front end).
-
-    `tags=False` builds under no name: the pipeline tags only after verification and the smoke suite.
-    """
-    argv = ["docker", "buildx", "build", "--load"] if buildx else ["docker", "build"]
-    argv += ["--progress=plain", "--target", flavor.value, "-f", str(context_dir / "Dockerfile")]
-    for key, value in plan.build_args:
-        argv += ["--build-arg", f"{key}={value}"]
-    for secret in plan.secrets:
-        argv += ["--secret", f"id={secret.id},src={secret_files.get(secret.id, secret.source)}"]
-    for key, value in sorted(plan.build_labels().items()):
-        argv += ["--label", f"{key}={value}"]
-    if tags:
-        for ref in tag_refs(repo, plan.target(flavor)):
-            argv += ["-t", ref]
-    argv.append(str(context_dir))
-    return argv
+def build_request(
+    plan: Plan, flavor: Flavor, context_dir: Path, repo: str, secret_files: dict[str, str], *, tags: bool = True
+) -> BuildRequest:
+    """The build of one target. `tags=False` builds under no name: the pipeline tags only after
+    verification and the smoke suite."""
+    return BuildRequest(
+        context=context_dir,
+        dockerfile=context_dir / "Dockerfile",
+        target=flavor.value,
+        build_args=plan.build_args,
+        secrets=tuple((s.id, secret_files.get(s.id, s.source)) for s in plan.secrets),
+        labels=tuple(sorted(plan.build_labels().items())),
+        tags=tag_refs(repo, plan.target(flavor)) if tags else (),
+    )
 
 
 def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[str, Any]:

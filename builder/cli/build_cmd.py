@@ -12,10 +12,10 @@ import click
 from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.context_dir import check_output
-from builder.engine import DockerEngine
+from builder.engine import DockerEngine, build_command
 from builder.kinds import Flavor, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
-from builder.plan import Plan, build_argv, plan_json, tag_refs
+from builder.plan import Plan, build_request, plan_json, tag_refs
 
 
 @click.command("build")
@@ -79,7 +79,8 @@ def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, 
         target = plan.target(flavor)
         placeholders = {s.id: "<generated 0600 file>" for s in plan.secrets if s.source == "generated"}
         click.echo(f"\n[{flavor.value}]")
-        click.echo("  " + shlex.join(build_argv(plan, flavor, out_dir, repo, placeholders, tags=False)))
+        request = build_request(plan, flavor, out_dir, repo, placeholders, tags=False)
+        click.echo("  " + shlex.join(build_command(request)))
         click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
         for ref in tag_refs(repo, target):
             click.echo(f"    {ref}")

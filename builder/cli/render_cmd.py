@@ -13,7 +13,8 @@ from builder import env
 from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
 from builder.context_dir import write_context
-from builder.plan import Plan, build_argv, plan_json
+from builder.engine import build_command
+from builder.plan import Plan, build_request, plan_json
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
@@ -40,7 +41,7 @@ def render_cmd(
     click.echo(f"wrote {out_dir}/Dockerfile, plan.json and the build context")
     _echo_network(plan)
     for flavor in chosen.flavors:
-        argv = build_argv(plan, flavor, out_dir, repo, _secret_placeholders(plan))
+        argv = build_command(build_request(plan, flavor, out_dir, repo, _secret_placeholders(plan)))
         click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {_shell_command(argv)}")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import builder.engine
-from builder.engine import EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
 from builder.errors import BuildError
 from builder.plan import Plan
 from builder.registry import Registry
@@ -131,18 +131,17 @@ class FakeEngine:
             raise self.info_error
         return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx)
 
-    def build(self, argv: list[str], on_line: Callable[[str], None]) -> str:
+    def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
+        argv = build_command(request)
         self.calls.append(Call("build", tuple(argv)))
-        target = argv[argv.index("--target") + 1]
+        target = request.target
         for line in BUILD_LINES:
             on_line(line)
         if self.on_build is not None:
             self.on_build(argv)
         if self.fail_build is not None and self.fail_build_target in (None, target):
             raise self.fail_build
-        labels = dict(self.contents[target].labels)
-        labels |= dict(argv[i + 1].split("=", 1) for i, arg in enumerate(argv) if arg == "--label")
-        labels |= self.label_overrides
+        labels = dict(self.contents[target].labels) | dict(request.labels) | self.label_overrides
         image_id = "sha256:" + hashlib.sha256("\0".join(argv).encode()).hexdigest()
         self.images[image_id] = ImageInfo(id=image_id, labels=labels, tags=(), digests=(), size=1 << 30)
         self.built_target[image_id] = target

@@ -16,7 +16,7 @@ from typing import Any
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import ROOT
 
-from builder.engine import RegistryAuth
+from builder.engine import BuildRequest, RegistryAuth
 from builder.matrix import Matrix, load_matrix
 from builder.plan import CONTENT_LABEL, Plan, make_plan
 from builder.publish.items import Item, expand
@@ -85,13 +85,12 @@ class _SharedFake(FakeEngine):
         super().__init__(contents, registry=registry)
         self.fakes = fakes
 
-    def build(self, argv: list[str], on_line: Any) -> str:
-        label = next(a for a in argv if a.startswith(f"{CONTENT_LABEL}="))
-        content_hash = label.split("=", 1)[1]
+    def build(self, request: BuildRequest, on_line: Any) -> str:
+        content_hash = dict(request.labels)[CONTENT_LABEL]
         self.contents = contents_of(self.fakes.plans[content_hash])
         for knob, value in self.fakes.faults.get(self.fakes.groups[content_hash], {}).items():
             setattr(self, knob, value)
-        return super().build(argv, on_line)
+        return super().build(request, on_line)
 
 
 def fakes_for(publish: str, folder: Path) -> PublishFakes:

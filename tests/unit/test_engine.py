@@ -19,10 +19,12 @@ import pytest
 import builder.engine
 import builder.process
 from builder.engine import (
+    BuildRequest,
     DockerEngine,
     EngineInfo,
     Mount,
     RegistryAuth,
+    build_command,
     find_build_client,
     split_ref,
 )
@@ -365,8 +367,9 @@ def engine_with(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, info: Engin
     return engine
 
 
-CLASSIC = ["docker", "build", "--progress=plain", "--target", "runtime", "-f", "/ctx/Dockerfile", "/ctx"]
-BUILDX = ["docker", "buildx", "build", "--load", "--progress=plain", "--target", "devel", "-f", "/c/Dockerfile", "/c"]
+CLASSIC = BuildRequest(context=Path("/ctx"), dockerfile=Path("/ctx/Dockerfile"), target="runtime")
+CLASSIC_ARGV = ["docker", "build", "--progress=plain", "--target", "runtime", "-f", "/ctx/Dockerfile", "/ctx"]
+BUILDX = BuildRequest(context=Path("/c"), dockerfile=Path("/c/Dockerfile"), target="devel")
 
 
 def test_build_runs_the_found_client_with_an_iidfile_before_the_context(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -376,10 +379,28 @@ def test_build_runs_the_found_client_with_an_iidfile_before_the_context(monkeypa
     assert image == "sha256:" + "e" * 64
     iid = recorder.argv[-2]
     assert iid.startswith("--iidfile=") and iid.endswith("/iid")
-    assert recorder.argv == ["/usr/bin/docker", *CLASSIC[1:-1], iid, "/ctx"]
+    assert recorder.argv == ["/usr/bin/docker", *CLASSIC_ARGV[1:-1], iid, "/ctx"]
     assert recorder.env["DOCKER_BUILDKIT"] == "1"
     assert lines == list(recorder.lines)
     assert not Path(iid.removeprefix("--iidfile=")).exists()  # its temporary directory is gone
+
+
+def test_a_request_becomes_one_argv_with_every_part_in_its_place() -> None:
+    request = BuildRequest(
+        context=Path("/ctx"),
+        dockerfile=Path("/ctx/Dockerfile"),
+        target="devel",
+        build_args=(("APT_MIRROR", "http://m"),),
+        secrets=(("cacert", "/etc/ca.pem"),),
+        labels=(("b", "2"), ("a", "1")),
+        tags=("r:t",),
+        platform="linux/arm64",
+    )
+    assert build_command(request) == [
+        "docker", "build", "--progress=plain", "--target", "devel", "-f", "/ctx/Dockerfile", "--platform",
+        "linux/arm64", "--build-arg", "APT_MIRROR=http://m", "--secret", "id=cacert,src=/etc/ca.pem",
+        "--label", "a=1", "--label", "b=2", "-t", "r:t", "/ctx",
+    ]  # fmt: skip
 
 
 def test_buildx_argv_keeps_buildx_build_load(monkeypatch: pytest.MonkeyPatch) -> None:

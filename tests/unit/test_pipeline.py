@@ -98,26 +98,6 @@ def test_classic_client_builds_with_docker_build_no_tag(tmp_path: Path, wheels_p
     assert (ctx / "Dockerfile").read_text() == wheels_plan.dockerfile
 
 
-def test_buildx_client_builds_with_buildx_load(tmp_path: Path, wheels_plan: Plan) -> None:
-    engine = fake(wheels_plan, buildx=True)
-    run(engine, wheels_plan, settings(tmp_path))
-    ctx = tmp_path / "ctx"
-    [call] = engine.of("build")
-    assert call.args == (
-        "docker",
-        "buildx",
-        "build",
-        "--load",
-        "--progress=plain",
-        "--target",
-        "runtime",
-        "-f",
-        f"{ctx}/Dockerfile",
-        *labels_of(wheels_plan),
-        str(ctx),
-    )
-
-
 def test_build_args_and_secrets_reach_the_build(tmp_path: Path) -> None:
     ca = tmp_path / "corp-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n")

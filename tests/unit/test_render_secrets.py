@@ -13,9 +13,10 @@ from render_kit import combination, matrix, options
 
 from builder.cli.main import main
 from builder.context_dir import write_context
+from builder.engine import build_command
 from builder.errors import RenderError
 from builder.kinds import Flavor
-from builder.plan import Plan, build_argv, make_plan, plan_json
+from builder.plan import Plan, build_request, make_plan, plan_json
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
@@ -76,7 +77,8 @@ def test_the_plan_and_the_build_command_carry_only_the_secret_source(
     assert [(s["id"], s["source"]) for s in secrets] == [("cacert", str(ca_bundle)), ("pipconf", "generated")]
     _assert_absent(json.dumps(secrets), "the plan's secrets")
     _assert_absent(json.dumps(data), "plan.json", str(ca_bundle))
-    argv = build_argv(secret_plan, Flavor.DEVEL, tmp_path, "torchyard", {"pipconf": "/run/user/0/pip.conf"})
+    request = build_request(secret_plan, Flavor.DEVEL, tmp_path, "torchyard", {"pipconf": "/run/user/0/pip.conf"})
+    argv = build_command(request)
     _assert_absent(" ".join(argv), "the build argv")
     assert f"id=cacert,src={ca_bundle}" in argv
     assert "id=pipconf,src=/run/user/0/pip.conf" in argv

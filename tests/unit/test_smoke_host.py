@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from builder.engine import EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
 from builder.errors import BuildError
 from builder.suite import HOST_SMOKE, IN_IMAGE_SMOKE, MOUNTED_SMOKE, OUT, SmokeOptions, run_smoke
 
@@ -85,7 +85,7 @@ class FakeEngine:
     def info(self) -> EngineInfo:
         raise NotImplementedError
 
-    def build(self, argv: list[str], on_line: Callable[[str], None]) -> str:
+    def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         raise NotImplementedError
 
     def inspect(self, ref: str) -> ImageInfo | None:
