@@ -19,7 +19,7 @@ from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx
-from builder.render import safety
+from builder.render.dockerfile_context import dockerfile_context
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
 from builder.render.pinning import pinned
@@ -29,7 +29,6 @@ from builder.resolve.facts import Facts
 from builder.resolve.report import min_driver
 from builder.smoke.manifest import Manifest
 from builder.tags import ImageTags, extras_id, image_tags
-from builder.versions import minor_str
 
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
@@ -103,7 +102,8 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
     floor = min_driver(f, c)
     targets = tuple(_target(m, f, c, flavor, options, archs, bases, floor) for flavor in flavors)
     files = _context_files(c, options, targets)
-    dockerfile = render_dockerfile(_template_context(f, c, options, archs, bases, nvcc, targets))
+    labels = {t.flavor: t.labels for t in targets}
+    dockerfile = render_dockerfile(dockerfile_context(f, c, options, archs, bases, nvcc, labels))
     refresh = {REFRESH_ARG: options.refresh} if options.refresh else {}
     build_args = tuple(sorted((options.network.build_args() | refresh).items()))
     ext_dirs = tuple((f"ext/{e.name}", Path(e.spec)) for e in options.extensions if e.kind == "path")
@@ -155,72 +155,6 @@ def _target(
         extensions=tuple(e.name for e in options.extensions),
     ).with_values(c.stack())
     return TargetPlan(flavor=flavor, tags=tags, labels=labels, manifest=manifest)
-
-
-def _template_context(
-    f: Facts,
-    c: Combination,
-    options: RenderOptions,
-    archs: tuple[Arch, ...],
-    bases: ctx.Bases,
-    nvcc: tuple[str, ...] | None,
-    targets: tuple[TargetPlan, ...],
-) -> dict[str, Any]:
-    home = ctx.cuda_home(c, options.strategy) if nvcc or options.strategy is Strategy.CUDA_BASE else None
-    env = ctx.nvidia_env(f, c, bases)
-    by_flavor = {t.flavor: t for t in targets}
-    finish = {
-        flavor.value: {
-            "manifest_file": f"manifest-{flavor.value}.json",
-            "path": ctx.target_path(flavor, home),
-            "env": env + ([("CUDA_HOME", home)] if home and flavor is Flavor.DEVEL else []),
-            "labels": by_flavor[flavor].labels if flavor in by_flavor else (),
-        }
-        for flavor in Flavor
-    }
-    v = c.variant
-    return {
-        "torchyard_version": __version__,
-        "devel": Flavor.DEVEL in by_flavor,
-        "combo": {
-            "id": c.id,
-            "torch_local": c.local_version,
-            "torchvision": str(c.torch.torchvision),
-            "torchaudio": str(c.torch.torchaudio),
-            "cuda": minor_str(v.cuda) if v.cuda else None,
-            "cudnn": str(v.cudnn) if v.cudnn else None,
-            "nccl": str(v.nccl) if v.nccl else None,
-        },
-        "strategy": options.strategy.value,
-        "arch_list": ";".join(a.cc for a in archs),
-        "cmake_archs": ";".join(a.cmake for a in archs),
-        "base_image": bases.os_image,
-        "toolchain_image": bases.toolchain_image,
-        "os": {"name": c.os.name, "apt_origin": ctx.APT_ORIGINS.get(c.os.family, "http://deb.debian.org")},
-        "python": "python3",
-        "os_packages": ctx.os_packages(c, bases.system_python),
-        "build_packages": ctx.build_packages(bases.system_python),
-        "toolchain_packages": ctx.toolchain_packages(bases.system_python),
-        "torch_index": ctx.torch_index(c, options),
-        "extra_pip": [ctx.unpinned(c, "--pip", p) for p in options.extra_pip],
-        "requirements": options.requirements is not None,
-        "nvcc": bool(nvcc) or (options.strategy is Strategy.CUDA_BASE and v.cuda is not None),
-        "nvcc_pip": nvcc,
-        "toolchain_pip": ctx.toolchain_pip(nvcc),
-        "cuda_home": home,
-        "cuda_major": v.cuda.major if v.cuda else None,
-        "extensions": [_extension_context(e) for e in options.extensions],
-        "user": ctx.user_of(options),
-        "targets": finish,
-    }
-
-
-def _extension_context(e: Any) -> dict[str, str]:
-    safety.check("--extension", e.name, safety.PIP_REQUIREMENT, "my_ext")
-    if e.kind == "path":
-        return {"name": e.name, "context_path": f"ext/{e.name}", "pip_arg": f"/opt/torchyard/src/{e.name}"}
-    requirement = safety.check("--extension", e.spec, safety.PIP_REQUIREMENT, "flash-attn==2.7.4")
-    return {"name": e.name, "context_path": "constraints.txt", "pip_arg": f"'{requirement}'"}
 
 
 def _context_files(
