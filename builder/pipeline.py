@@ -13,7 +13,7 @@ from pathlib import Path
 from builder.context_dir import write_context
 from builder.engine import Engine, RegistryAuth
 from builder.errors import BuildError
-from builder.kinds import Flavor
+from builder.kinds import Flavor, Status
 from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.process import check_cancelled
 from builder.redact import redact
@@ -44,7 +44,7 @@ class BuildSettings:
 class Outcome:
     flavor: Flavor
     ref: str
-    status: str = "pending"  # built | up-to-date | failed
+    status: Status = Status.PENDING  # built | up-to-date | failed
     image_id: str = ""
     digest: str = ""
     pushed: list[str] = field(default_factory=list)
@@ -64,7 +64,7 @@ def build(
     todo = []
     for target, outcome in zip(targets, outcomes, strict=True):
         if _up_to_date(engine, registry, plan, target, settings, outcome, log):
-            outcome.status = "up-to-date"
+            outcome.status = Status.UP_TO_DATE
         else:
             todo.append((target, outcome))
     with _secret_files(plan, settings, bool(todo)) as secret_files:
@@ -74,7 +74,7 @@ def build(
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in _refs(settings, target):
             engine.tag(outcome.image_id, ref)
-        outcome.status = "built"
+        outcome.status = Status.BUILT
         log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):

@@ -13,7 +13,7 @@ from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.context_dir import check_output
 from builder.engine import DockerEngine, build_command
-from builder.kinds import Flavor, parse_gpus
+from builder.kinds import Flavor, Status, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_request, plan_json, tag_refs
 
@@ -91,6 +91,6 @@ def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, 
 def _summary(outcomes: list[Outcome]) -> None:
     click.echo("")
     for o in outcomes:
-        detail = f"{o.seconds:.0f}s" if o.status == "built" else ""
+        detail = f"{o.seconds:.0f}s" if o.status is Status.BUILT else ""
         pushed = f", pushed {len(o.pushed)} tag(s)" if o.pushed else ""
         click.echo(f"{o.flavor.value:8} {o.status:11} {o.ref} {detail}{pushed}")

@@ -11,11 +11,10 @@ from builder.cli.image_options import lock_of, locked_option, refresh_option
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
-from builder.errors import BuildError, UsageError
+from builder.errors import BuildError, RenderError, UsageError
 from builder.kinds import parse_gpus
-from builder.matrix.model import Matrix
-from builder.plan import make_plan
 from builder.publish.items import Excluded, Item, expand, select
+from builder.publish.plan import PublishPlan, plan_publish
 from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 
@@ -74,8 +73,9 @@ def publish_cmd(
     if aliases_only and (no_aliases or no_push):
         raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
     auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
+    pplan = plan_publish(m, items, excluded if not only else [])
     if dry_run:
-        _dry_run(m, items, [e for e in excluded if not only], repo)
+        _dry_run(pplan, repo)
         return
     settings = PublishSettings(
         repo=repo,
@@ -89,7 +89,7 @@ def publish_cmd(
         pip_conf=network.pip_conf() if network.index_urls() else None,
     )
     click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
-    report = publish(m, items, excluded if not only else [], settings, click.echo)
+    report = publish(pplan, settings, click.echo)
     if report_path:
         write_report(report, Path(report_path))
     click.echo("")
@@ -105,14 +105,18 @@ def publish_cmd(
         raise SystemExit(BuildError.exit_code)
 
 
-def _dry_run(m: Matrix, items: list[Item], excluded: list[Excluded], repo: str) -> None:
+def _dry_run(pplan: PublishPlan, repo: str) -> None:
     """What would be pushed, tag by tag, and the aliases that would move once everything passed."""
     rows = []
-    for item in items:
-        tags = make_plan(m, item.combo, item.options).target(item.flavor).tags
-        rows.append([item.id, f"{repo}:{tags.immutable}", ", ".join(tags.aliases)])
+    for group in pplan.groups:
+        for item in group.items:
+            if group.plan is None:
+                rows.append([item.id, f"cannot plan: {_first_line(group.problem)}", ""])
+                continue
+            tags = group.plan.target(item.flavor).tags
+            rows.append([item.id, f"{repo}:{tags.immutable}", ", ".join(tags.aliases)])
     click.echo(table(["ITEM", "IMAGE", "ALIASES (moved last)"], rows))
-    for e in excluded:
+    for e in pplan.excluded:
         click.echo(f"excluded {e.id} ({e.entry}): {e.reason}")
 
 
@@ -189,12 +193,16 @@ def matrix_ci_cmd(
     gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
     items = select(expand(m, refresh=refresh, base_lock=lock_of(m, locked))[0], only)
+    pplan = plan_publish(m, items, [])
+    for group in pplan.groups:  # an export with a hole in it would publish less than the set says
+        if group.plan is None:
+            raise RenderError(f"{group.name}: {group.problem}")
     if fmt == "github":
-        matrix = github_matrix(m, items, repo, candidates or f"{repo}-candidates", gpus)
+        matrix = github_matrix(pplan, repo, candidates or f"{repo}-candidates", gpus)
         click.echo(json.dumps(matrix, separators=(",", ":")))
         return
     out = Path(output)
-    data = bake(m, items, repo, out, cache_repo)
+    data = bake(pplan, repo, out, cache_repo)
     out.mkdir(parents=True, exist_ok=True)
     (out / "docker-bake.json").write_text(json.dumps(data, indent=2) + "\n")
     click.echo(

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from builder.context_dir import write_context
-from builder.matrix.model import Matrix
-from builder.plan import Plan, make_plan, tag_refs
+from builder.plan import Plan, tag_refs
 from builder.publish.items import Item
+from builder.publish.plan import PublishPlan
 
 HOSTED_RUNNER = "ubuntu-latest"
 GPU_RUNNER = ["self-hosted", "gpu"]
@@ -43,7 +43,7 @@ def build_flags(item: Item) -> list[str]:
     return flags
 
 
-def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus: str | None) -> dict[str, Any]:
+def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | None) -> dict[str, Any]:
     """`strategy.matrix` for GitHub Actions: one job per item with its exact commands and runners.
 
     build (hosted runner): build, no-GPU smoke suite, push the immutable tag to the candidates repo;
@@ -52,9 +52,8 @@ def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus
     the same digest). `publish` does all three on one machine.
     """
     include = []
-    for item in items:
+    for item, plan in pplan.planned():
         gpu = gpus is not None and item.combo.variant.cuda is not None
-        plan = make_plan(m, item.combo, item.options)
         tag = plan.target(item.flavor).tags.immutable
         candidate, public = f"{candidates}:{tag}", f"{repo}:{tag}"
         smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpu else [])]
@@ -87,20 +86,17 @@ def github_matrix(m: Matrix, items: list[Item], repo: str, candidates: str, gpus
     return {"include": include}
 
 
-def bake(m: Matrix, items: list[Item], repo: str, out_dir: Path, cache_repo: str | None) -> dict[str, Any]:
+def bake(pplan: PublishPlan, repo: str, out_dir: Path, cache_repo: str | None) -> dict[str, Any]:
     """docker-bake.json: one common target per plan (context, Dockerfile, args, secrets, cache) that the
     item targets inherit, so `docker buildx bake` builds shared stages once and the items in parallel."""
     targets: dict[str, Any] = {}
     groups: dict[str, list[str]] = {"default": []}
-    plans: dict[str, Plan] = {}
-    for item in items:
+    for item, plan in pplan.planned():
         common = _bake_name(item.group)
-        if common not in plans:
-            plan = plans[common] = make_plan(m, item.combo, item.options)
-            context = out_dir / _bake_name(item.group)
+        if common not in targets:
+            context = out_dir / common
             write_context(plan, context)
             targets[common] = _common_target(plan, context, cache_repo, common)
-        plan = plans[common]
         target = plan.target(item.flavor)
         targets[_bake_name(item.id)] = {
             "inherits": [common],

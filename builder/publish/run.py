@@ -1,14 +1,14 @@
 """torchyard publish: every selected item rendered, built (shared stages once), smoke-tested and pushed
 under its immutable tag; aliases move last, and only when every image behind them passed.
 
-One failing item does not stop the others. Items run in groups (one plan per combination + options);
-groups run in parallel with --jobs, each with its own log file and engine client.
+One failing item does not stop the others. The set is planned first (publish/plan.py: groups of items
+sharing one build plan, and their aliases); groups run in parallel with --jobs, each with its own log
+file and engine client, and return their own results.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -19,11 +19,11 @@ from typing import Any
 
 from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.errors import Interrupted, TorchyardError
-from builder.matrix.model import Matrix
+from builder.kinds import AliasStatus, Status
 from builder.pipeline import BuildSettings, build
-from builder.plan import Plan, make_plan
+from builder.plan import Plan
 from builder.process import reset_cancel, stop_all
-from builder.publish.items import Excluded, Item
+from builder.publish.plan import Group, PublishPlan
 from builder.redact import redact
 from builder.registry import Registry
 
@@ -46,7 +46,7 @@ class PublishSettings:
 @dataclass
 class ItemResult:
     id: str
-    status: str  # built | skipped | failed | excluded
+    status: Status  # built | skipped | failed | excluded
     ref: str = ""
     reason: str = ""
     seconds: float = 0.0
@@ -57,7 +57,7 @@ class ItemResult:
 @dataclass
 class AliasResult:
     alias: str
-    status: str  # moved | unchanged | held
+    status: AliasStatus
     target: str = ""
     reason: str = ""
 
@@ -70,7 +70,7 @@ class Report:
 
     @property
     def failed(self) -> bool:
-        return any(i.status == "failed" for i in self.items)
+        return any(i.status == Status.FAILED for i in self.items)
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, int] = defaultdict(int)
@@ -90,49 +90,43 @@ RegistryFactory = Callable[[RegistryAuth | None], Registry]  # one per thread: a
 
 
 def publish(
-    m: Matrix,
-    items: list[Item],
-    excluded: list[Excluded],
+    pplan: PublishPlan,
     settings: PublishSettings,
     log: Log,
     engine_factory: EngineFactory = DockerEngine,
     registry_factory: RegistryFactory = Registry,
 ) -> Report:
+    """Execute the plan: groups in parallel (each returns its own results: nothing is shared between
+    threads), then the aliases whose carriers all passed."""
     start = time.monotonic()
     reset_cancel()
-    groups: dict[str, list[Item]] = defaultdict(list)
-    for item in items:
-        groups[item.group].append(item)
     results: dict[str, ItemResult] = {}
-    plans: dict[str, Plan] = {}
-    lock = threading.Lock()
-
-    def run_group(name: str, members: list[Item]) -> None:
-        done = _run_group(
-            m, name, members, settings, engine_factory(), registry_factory(settings.auth), plans, lock, log
-        )
-        with lock:
-            results.update({r.id: r for r in done})
-
     if settings.aliases_only:
-        results.update(_published(m, items, settings, registry_factory(settings.auth), plans, log))
+        results.update(_published(pplan, settings, registry_factory(settings.auth), log))
     else:
-        _run_all(groups, run_group, settings.jobs, log)
-    ordered = [results[i.id] for i in items] + [ItemResult(e.id, "excluded", reason=e.reason) for e in excluded]
+
+        def run_group(group: Group) -> list[ItemResult]:
+            return _run_group(group, settings, engine_factory(), registry_factory(settings.auth), log)
+
+        for done in _run_all(pplan.groups, run_group, settings.jobs, log):
+            results.update({r.id: r for r in done})
+    ordered = [results[i.id] for i in pplan.items]
+    ordered += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
     aliases = (
-        _move_aliases(items, plans, results, settings, engine_factory(), registry_factory(settings.auth), log)
+        _move_aliases(pplan, results, settings, engine_factory(), registry_factory(settings.auth), log)
         if settings.aliases
         else []
     )
     return Report(ordered, aliases, time.monotonic() - start)
 
 
-def _run_all(groups: dict[str, list[Item]], run_group: Callable[[str, list[Item]], None], jobs: int, log: Log) -> None:
+def _run_all(
+    groups: tuple[Group, ...], run_group: Callable[[Group], list[ItemResult]], jobs: int, log: Log
+) -> list[list[ItemResult]]:
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="publish")
-    futures: list[Future[None]] = [pool.submit(run_group, name, members) for name, members in groups.items()]
+    futures: list[Future[list[ItemResult]]] = [pool.submit(run_group, group) for group in groups]
     try:
-        for future in futures:
-            future.result()
+        done = [future.result() for future in futures]
     except KeyboardInterrupt:
         for future in futures:
             future.cancel()
@@ -141,87 +135,82 @@ def _run_all(groups: dict[str, list[Item]], run_group: Callable[[str, list[Item]
         log(f"interrupted: stopped {stopped} running build(s); no unverified image was tagged or pushed")
         raise Interrupted("interrupted: run the same publish again to finish (finished images are skipped)") from None
     pool.shutdown(wait=True)
+    return done
 
 
 def _run_group(
-    m: Matrix,
-    name: str,
-    members: list[Item],
-    settings: PublishSettings,
-    engine: Engine,
-    registry: Registry,
-    plans: dict[str, Plan],
-    lock: threading.Lock,
-    log: Log,
+    group: Group, settings: PublishSettings, engine: Engine, registry: Registry, log: Log
 ) -> list[ItemResult]:
-    first = members[0]
-    out_dir = settings.out_root / name.replace("/", "__")
+    out_dir = settings.out_root / group.folder
     out_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+
+    def failed(reason: str) -> list[ItemResult]:
+        return [ItemResult(i.id, Status.FAILED, reason=reason, seconds=time.monotonic() - started) for i in group.items]
+
     with (out_dir / "publish.log").open("w", buffering=1) as group_log:
         try:
-            plan = make_plan(m, first.combo, first.options)
-            with lock:
-                plans[name] = plan
+            if group.plan is None:
+                raise TorchyardError(group.problem)
             outcomes = build(
                 engine,
-                plan,
-                BuildSettings(
-                    repo=settings.repo,
-                    flavors=tuple(i.flavor for i in members),
-                    out_dir=out_dir,
-                    push=settings.push,
-                    auth=settings.auth,
-                    gpus=settings.gpus,
-                    aliases=False,
-                    pip_conf=settings.pip_conf,
-                    force=True,  # publish made this group folder itself (its publish.log is already there)
-                    require_archs=tuple(a.name for a in first.entry.require_archs),
-                ),
+                group.plan,
+                _build_settings(group, settings, out_dir),
                 lambda line: print(line, file=group_log),
                 registry,
             )
         except Interrupted as exc:
             group_log.write(f"INTERRUPTED: {redact(str(exc))}\n")
-            return [
-                ItemResult(i.id, "failed", reason=redact(str(exc)), seconds=time.monotonic() - started) for i in members
-            ]
+            return failed(redact(str(exc)))
         except TorchyardError as exc:
             group_log.write(f"FAILED: {redact(str(exc))}\n")
-            log(redact(f"FAIL  {name}: {exc}").splitlines()[0])
-            return [
-                ItemResult(i.id, "failed", reason=redact(str(exc)), seconds=time.monotonic() - started) for i in members
-            ]
+            log(redact(f"FAIL  {group.name}: {exc}").splitlines()[0])
+            return failed(redact(str(exc)))
     results = []
-    for item, outcome in zip(members, outcomes, strict=True):
-        status = "skipped" if outcome.status == "up-to-date" else "built"
+    for item, outcome in zip(group.items, outcomes, strict=True):
+        status = Status.SKIPPED if outcome.status is Status.UP_TO_DATE else Status.BUILT
         counts = outcome.smoke.summary if outcome.smoke else {}
         results.append(
             ItemResult(item.id, status, outcome.ref, seconds=outcome.seconds, smoke=dict(counts), digest=outcome.digest)
         )
-        log(f"{'SKIP' if status == 'skipped' else 'OK  '}  {item.id}: {status} {outcome.ref}")
+        log(f"{'SKIP' if status is Status.SKIPPED else 'OK  '}  {item.id}: {status} {outcome.ref}")
     return results
 
 
-def _published(
-    m: Matrix, items: list[Item], settings: PublishSettings, registry: Registry, plans: dict[str, Plan], log: Log
-) -> dict[str, ItemResult]:
+def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> BuildSettings:
+    return BuildSettings(
+        repo=settings.repo,
+        flavors=tuple(i.flavor for i in group.items),
+        out_dir=out_dir,
+        push=settings.push,
+        auth=settings.auth,
+        gpus=settings.gpus,
+        aliases=False,
+        pip_conf=settings.pip_conf,
+        force=True,  # publish made this group folder itself (its publish.log is already there)
+        require_archs=group.require_archs,
+    )
+
+
+def _published(pplan: PublishPlan, settings: PublishSettings, registry: Registry, log: Log) -> dict[str, ItemResult]:
     """For --aliases-only: which items the registry already holds with their current content."""
     found = {}
-    for item in items:
-        plan = plans.setdefault(item.group, make_plan(m, item.combo, item.options))
-        ref = f"{settings.repo}:{plan.target(item.flavor).tags.immutable}"
-        if registry.holds(ref, plan.content_hash):
-            found[item.id] = ItemResult(item.id, "skipped", ref)
-        else:
-            found[item.id] = ItemResult(item.id, "failed", ref, reason="not in the registry with this content")
-            log(f"MISS  {ref}: not published with this content")
+    for group in pplan.groups:
+        for item in group.items:
+            if group.plan is None:
+                found[item.id] = ItemResult(item.id, Status.FAILED, reason=group.problem)
+                continue
+            ref = f"{settings.repo}:{group.immutable(item)}"
+            if registry.holds(ref, group.plan.content_hash):
+                found[item.id] = ItemResult(item.id, Status.SKIPPED, ref)
+            else:
+                found[item.id] = ItemResult(item.id, Status.FAILED, ref, reason="not in the registry with this content")
+                log(f"MISS  {ref}: not published with this content")
     return found
 
 
 def _move_aliases(
-    items: list[Item],
-    plans: dict[str, Plan],
+    pplan: PublishPlan,
     results: dict[str, ItemResult],
     settings: PublishSettings,
     engine: Engine,
@@ -229,22 +218,18 @@ def _move_aliases(
     log: Log,
 ) -> list[AliasResult]:
     """An alias moves to its owner's image only when every item carrying it passed (built or skipped)."""
-    carriers: dict[str, list[Item]] = defaultdict(list)
-    for item in items:
-        plan = plans.get(item.group)
-        if plan is not None:
-            for alias in plan.target(item.flavor).tags.aliases:
-                carriers[alias].append(item)
     moved = []
-    for alias, members in sorted(carriers.items()):
-        ref = f"{settings.repo}:{alias}"
-        failed = [i.id for i in members if results[i.id].status not in ("built", "skipped")]
-        owner = max(members, key=lambda i: i.combo.torch.version)
-        if failed or any(i.group not in plans for i in members):
-            moved.append(AliasResult(alias, "held", reason=f"not every image behind it passed: {', '.join(failed)}"))
+    for move in pplan.aliases:
+        ref = f"{settings.repo}:{move.alias}"
+        failed = [i.id for i in move.carriers if results[i.id].status not in (Status.BUILT, Status.SKIPPED)]
+        if failed:
+            reason = f"not every image behind it passed: {', '.join(failed)}"
+            moved.append(AliasResult(move.alias, AliasStatus.HELD, reason=reason))
             log(f"HOLD  {ref}: {', '.join(failed)} failed")
             continue
-        moved.append(_move(engine, registry, plans[owner.group], owner, results[owner.id].ref, ref, settings, log))
+        owner_plan = pplan.group_of(move.owner).plan
+        assert owner_plan is not None, "aliases come from planned groups only"
+        moved.append(_move(engine, registry, owner_plan, results[move.owner.id].ref, ref, settings, log))
     return moved
 
 
@@ -252,7 +237,6 @@ def _move(
     engine: Engine,
     registry: Registry,
     plan: Plan,
-    owner: Item,
     immutable: str,
     alias_ref: str,
     settings: PublishSettings,
@@ -266,17 +250,17 @@ def _move(
                 raise TorchyardError(f"{immutable} is not in the local engine")
             engine.tag(local.id, alias_ref)
             log(f"MOVE  {alias_ref} -> {immutable} (local only)")
-            return AliasResult(alias, "moved", immutable, "locally (no push)")
+            return AliasResult(alias, AliasStatus.MOVED, immutable, "locally (no push)")
         if registry.holds(alias_ref, plan.content_hash):
-            return AliasResult(alias, "unchanged", immutable)
+            return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
         image = engine.inspect(immutable) or engine.pull(immutable, settings.auth)
         engine.tag(image.id, alias_ref)
         engine.push(alias_ref, settings.auth, lambda line: None)
     except TorchyardError as exc:
         log(redact(f"FAIL  alias {alias_ref}: {exc}"))
-        return AliasResult(alias, "held", immutable, redact(str(exc)))
+        return AliasResult(alias, AliasStatus.HELD, immutable, redact(str(exc)))
     log(f"MOVE  {alias_ref} -> {immutable}")
-    return AliasResult(alias, "moved", immutable)
+    return AliasResult(alias, AliasStatus.MOVED, immutable)
 
 
 def write_report(report: Report, path: Path) -> None:

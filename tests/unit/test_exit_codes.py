@@ -19,6 +19,7 @@ import builder.pipeline
 import builder.publish.run
 from builder.cli.main import main
 from builder.errors import EngineError, Interrupted, PushError
+from builder.kinds import Status
 from builder.publish.run import ItemResult, Report
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -55,7 +56,7 @@ def engine(**knobs: object) -> Setup:
 
 def publish_result(status: str) -> Setup:
     def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
-        report = Report([ItemResult("x", status, "r:t", reason="smoke suite failed")], [], 1.0)
+        report = Report([ItemResult("x", Status(status), "r:t", reason="smoke suite failed")], [], 1.0)
         monkeypatch.setattr(builder.publish.run, "publish", lambda *a, **k: report)
 
     return setup

@@ -18,6 +18,7 @@ from builder.matrix import Matrix
 from builder.plan import make_plan
 from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, bake, github_matrix
 from builder.publish.items import Item, expand
+from builder.publish.plan import plan_publish
 
 SET = """
 [[publish]]
@@ -57,7 +58,7 @@ def items(m: Matrix) -> list[Item]:
 
 
 def test_one_github_job_per_item_gpu_smoke_only_for_cuda_images(m: Matrix, items: list[Item]) -> None:
-    jobs = github_matrix(m, items, REPO, CANDIDATES, "all")["include"]
+    jobs = github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, "all")["include"]
     assert [j["id"] for j in jobs] == [i.id for i in items] and len(jobs) == 4
     by_id = {j["id"]: j for j in jobs}
     cpu = by_id["torch2.14.1-cpu-py3.11-debian12-runtime"]
@@ -66,7 +67,7 @@ def test_one_github_job_per_item_gpu_smoke_only_for_cuda_images(m: Matrix, items
     cuda = by_id["torch2.14.1-cu130-py3.11-debian12-devel"]
     assert (cuda["gpu"], cuda["smoke-runs-on"], cuda["runs-on"]) == (True, GPU_RUNNER, HOSTED_RUNNER)
     assert cuda["smoke"].endswith("--gpus all --require-gpu")
-    no_gpus = github_matrix(m, items, REPO, CANDIDATES, None)["include"]
+    no_gpus = github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, None)["include"]
     assert {j["smoke-runs-on"] for j in no_gpus} == {HOSTED_RUNNER}
 
 
@@ -74,7 +75,9 @@ def test_the_build_command_of_each_job_reproduces_its_items_image(
     m: Matrix, items: list[Item], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    for job, item in zip(github_matrix(m, items, REPO, CANDIDATES, "all")["include"], items, strict=True):
+    for job, item in zip(
+        github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, "all")["include"], items, strict=True
+    ):
         argv = shlex.split(job["build"])
         assert argv[:2] == ["torchyard", "build"] and argv[-3:] == ["--repo", CANDIDATES, "--push"]
         with pytest.raises(SystemExit) as exit_:
@@ -99,7 +102,7 @@ def test_the_build_command_of_each_job_reproduces_its_items_image(
 
 
 def _bake(m: Matrix, items: list[Item], out: Path, cache: str | None) -> dict[str, Any]:
-    return bake(m, items, REPO, out, cache)
+    return bake(plan_publish(m, items, []), REPO, out, cache)
 
 
 def test_bake_has_one_common_target_per_plan_and_one_target_per_image(
@@ -163,11 +166,11 @@ def test_matrix_ci_bake_writes_the_file_and_says_how_to_run_it(
 
 def test_a_refresh_token_reaches_every_command_and_the_bake_args(m: Matrix, tmp_path: Path) -> None:
     items = expand(m, refresh="2026-W48")[0]
-    for job in github_matrix(m, items, REPO, CANDIDATES, "all")["include"]:
+    for job in github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, "all")["include"]:
         for command in (job["build"], job["publish"]):
             argv = shlex.split(command)
             assert argv[argv.index("--refresh") + 1] == "2026-W48"
-    data = bake(m, items, REPO, tmp_path, None)
+    data = bake(plan_publish(m, items, []), REPO, tmp_path, None)
     commons = [body for body in data["target"].values() if "context" in body]
     assert commons and all(body["args"]["OS_REFRESH"] == "2026-W48" for body in commons)
     assert all(b["labels"]["io.torchyard.refresh"] == "2026-W48" for b in data["target"].values() if "inherits" in b)

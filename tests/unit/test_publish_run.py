@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from fake_engine import wall_off_the_engine
 from publish_kit import REPO, PublishFakes, fakes_for
 
 from builder.errors import Interrupted, PushError
+from builder.plan import CONTENT_LABEL
+from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
 # Two groups of torch 2.14.1 (cu130 runtime + devel; cu126 runtime) and the newest torch's runtime.
@@ -69,7 +72,7 @@ def fakes(tmp_path: Path) -> PublishFakes:
 def run(fakes: PublishFakes, tmp_path: Path, **options: object) -> tuple[Report, list[str]]:
     settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
     log: list[str] = []
-    report = publish(fakes.m, fakes.items, [], settings, log.append, fakes.factory, fakes.registry_for)
+    report = publish(plan_publish(fakes.m, fakes.items, []), settings, log.append, fakes.factory, fakes.registry_for)
     return report, log
 
 
@@ -230,3 +233,44 @@ def test_the_json_report_counts_and_lists_everything(fakes: PublishFakes, tmp_pa
     built = next(i for i in data["items"] if i["id"] == "torch2.15.0-cu132-py3.11-debian12-runtime")
     assert built["ref"] == NEWEST_RUNTIME and built["smoke"]["passed"] >= 1 and built["digest"].startswith("sha256:")
     assert {a["alias"]: a["status"] for a in data["aliases"]}["2.14-cuda12.6-runtime"] == "held"
+
+
+def test_an_alias_naming_an_image_with_older_content_moves_to_the_new_one(fakes: PublishFakes, tmp_path: Path) -> None:
+    """The gate `registry.holds(alias, content_hash)`: an alias left on last month's image must move."""
+    run(fakes, tmp_path)
+    stale = f"{REPO}:latest-runtime"
+    fakes.registry.refs[stale] = fakes.registry.refs[stale] | {CONTENT_LABEL: "sha256:" + "0" * 64}
+    pushes_before = len(fakes.pushed())
+
+    again, log = run(fakes, tmp_path / "again")
+
+    assert alias_statuses(again)["latest-runtime"] == "moved"
+    assert {a for a, s in alias_statuses(again).items() if s == "unchanged"} == set(ALIASES) - {"latest-runtime"}
+    assert fakes.pushed()[pushes_before:] == [stale]
+    assert fakes.registry.refs[stale][CONTENT_LABEL] == fakes.registry.refs[NEWEST_RUNTIME][CONTENT_LABEL]
+    assert f"MOVE  {stale} -> {NEWEST_RUNTIME}" in log
+
+
+def test_the_set_is_planned_once_before_anything_runs(fakes: PublishFakes) -> None:
+    pplan = plan_publish(fakes.m, fakes.items, [])
+
+    assert [g.name for g in pplan.groups] == [CU130, CU126, NEWEST]
+    assert [len(g.items) for g in pplan.groups] == [2, 1, 1]
+    owners = {a.alias: f"{REPO}:{pplan.group_of(a.owner).immutable(a.owner)}" for a in pplan.aliases}
+    assert owners == ALIASES
+    assert [i.id for i in pplan.items] == [i.id for i in fakes.items]
+
+
+def test_a_group_that_cannot_be_planned_fails_alone(fakes: PublishFakes, tmp_path: Path) -> None:
+    pplan = plan_publish(fakes.m, fakes.items, [])
+    broken = pplan.groups[1]
+    pplan = replace(
+        pplan, groups=(pplan.groups[0], replace(broken, plan=None, problem="no base image"), *pplan.groups[2:])
+    )
+    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work")
+    report = publish(pplan, settings, [].append, fakes.factory, fakes.registry_for)
+
+    assert statuses(report)[broken.items[0].id] == "failed"
+    assert [i.reason for i in report.items if i.status == "failed"] == ["no base image"]
+    assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
+    assert alias_statuses(report)["latest-runtime"] == "moved"
