@@ -4,7 +4,7 @@
                                [--docker CLI] [--target 90] [--check]
 
 Runs the whole suite, without a GPU, N times per image (default: ty-test:runtime), either as
-`torchyard smoke IMAGE --json FILE` (--via torchyard, the default) or as the `docker run` that
+`torchyard smoke IMAGE --report FILE` (--via torchyard, the default) or as the `docker run` that
 command amounts to (--via docker: no network, 2 GB of shared memory, a host folder for the report
 at /torchyard-out). Each run gives the command's wall time (container start and removal included),
 the suite's own time and every check's time from its JSON report; the snippet printed (markdown)
@@ -101,7 +101,7 @@ def command(image: str, via: str, host_copy: bool, out: Path, docker: str) -> li
         script = Path(sys.executable).with_name("torchyard")
         if not script.exists():
             raise SystemExit(f"bench: {script} not found; install the project first (pip install -e '.[dev]')")
-        return [str(script), "smoke", image, "--json", str(out / "smoke.json"), *(["--host-copy"] * host_copy)]
+        return [str(script), "smoke", image, "--report", str(out / "smoke.json"), *(["--host-copy"] * host_copy)]
     mounts = ["-v", f"{out}:{OUT}"] + (["-v", f"{HOST_SMOKE}:{MOUNTED_SMOKE}:ro"] if host_copy else [])
     suite = MOUNTED_SMOKE if host_copy else IN_IMAGE_SMOKE
     return [docker, "run", "--rm", "--network", "none", "--shm-size", "2g", *mounts, image, "python", suite]

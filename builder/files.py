@@ -57,3 +57,25 @@ def read_text(path: str | Path, what: str, *, limit: int = TEXT_LIMIT, error: ty
     except UnicodeDecodeError as exc:
         where = f"{what} {path}" if what else str(path)
         raise error(f"{where}: not UTF-8 text (byte {exc.start}: {data[exc.start]:#04x})") from None
+
+
+def check_writable(path: str | Path, flag: str) -> Path:
+    """A file a command will write when it is done (a report): refused before any work starts, so an hour's
+    build never ends in "permission denied". An existing regular file is replaced; nothing else is."""
+    target = Path(path)
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        parent = target.parent
+        if not parent.is_dir():
+            raise UsageError(f"{flag} {path}: folder {parent} does not exist") from None
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise UsageError(f"{flag} {path}: folder {parent} is not writable") from None
+        return target
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{flag} {path}: {file_kind(info.st_mode)}, not a file to write a report to")
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"{flag} {path}: not writable")
+    return target

@@ -7,10 +7,14 @@ from pathlib import Path
 
 import click
 
+from builder.archs import parse_arch
 from builder.cli.options import image_reference
+from builder.cli.output import emit_json
 from builder.engine import DockerEngine
-from builder.errors import UsageError
+from builder.errors import BuildError, UsageError
+from builder.files import check_writable, read_text
 from builder.kinds import parse_gpus
+from builder.smoke.manifest import Manifest
 from builder.suite import SmokeOptions, run_smoke
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
@@ -24,7 +28,7 @@ _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "
 @click.option(
     "--expect",
     "expect_file",
-    type=click.Path(dir_okay=False, exists=True),
+    metavar="FILE",
     help="Expected versions as a manifest JSON (default: the image's own /etc/torchyard/manifest.json).",
 )
 @click.option(
@@ -35,7 +39,8 @@ _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "
     help=f"Override one expectation ({', '.join(_EXPECT_KEYS)}); repeatable.",
 )
 @click.option("--host-copy", is_flag=True, help="Mount this torchyard's suite instead of the image's copy.")
-@click.option("--json", "json_path", metavar="FILE", help="Write the JSON report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON report (docs/schemas.md) instead of the summary.")
+@click.option("--report", "report_path", metavar="FILE", help="Write the JSON report here.")
 @click.option("--junit", metavar="FILE", help="Write JUnit XML here.")
 def smoke_cmd(
     image: str,
@@ -45,12 +50,19 @@ def smoke_cmd(
     expect_file: str | None,
     expect_values: tuple[str, ...],
     host_copy: bool,
-    json_path: str | None,
+    as_json: bool,
+    report_path: str | None,
     junit: str | None,
 ) -> None:
-    """Run the smoke suite inside IMAGE (any image with Python and torch)."""
-    gpus = parse_gpus(gpus)
-    expect = _expectations(expect_values)  # argument errors before the engine is asked anything
+    """Run the smoke suite inside IMAGE (any image with Python and torch). Exit 4 when a check failed."""
+    gpus = parse_gpus(gpus)  # argument errors before the engine is asked anything
+    if arch is not None:
+        arch = parse_arch(arch).name
+    expect = _expectations(expect_values)
+    if expect_file is not None:
+        _check_manifest(expect_file)
+    report_file = check_writable(report_path, "--report") if report_path else None
+    junit_file = check_writable(junit, "--junit") if junit else None
     engine = DockerEngine()
     engine.info()
     found = engine.inspect(image)
@@ -66,13 +78,16 @@ def smoke_cmd(
         use_host_copy=host_copy,
     )
     report = run_smoke(engine, image, options, in_image=ours)
-    click.echo(report.output.rstrip())
-    if json_path:
-        Path(json_path).write_text(json.dumps(report.data, indent=2) + "\n")
-    if junit:
-        Path(junit).write_text(report.junit)
-    if not report.ok:
-        raise SystemExit(1)
+    if as_json:
+        emit_json(report.data)
+    else:
+        click.echo(report.output.rstrip())
+    if report_file is not None:
+        report_file.write_text(json.dumps(report.data, indent=2) + "\n")
+    if junit_file is not None:
+        junit_file.write_text(report.junit)
+    if not report.ok:  # a check failed (or could not run where --require-gpu asked for it): the smoke code
+        raise SystemExit(BuildError.exit_code)
 
 
 def _expectations(values: tuple[str, ...]) -> dict[str, str]:
@@ -83,3 +98,14 @@ def _expectations(values: tuple[str, ...]) -> dict[str, str]:
             raise UsageError(f"--expect-value {text!r}: expected KEY=VERSION with KEY one of {', '.join(_EXPECT_KEYS)}")
         found[key] = value
     return found
+
+
+def _check_manifest(path: str) -> None:
+    """--expect: a manifest JSON object (what /etc/torchyard/manifest.json holds), checked before the run."""
+    text = read_text(path, "--expect", limit=1 << 20)
+    try:
+        Manifest.from_json(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--expect {path}:{exc.lineno}:{exc.colno}: not JSON: {exc.msg}") from None
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"--expect {path}: not a torchyard manifest: {exc}") from None

@@ -47,7 +47,7 @@ def test_the_pipeline_ran_the_suite_and_it_passed_without_gpu_checks(e2e: E2E, f
 
 def test_a_manifest_claiming_another_cudnn_fails_naming_the_mismatch(e2e: E2E, tmp_path: Path) -> None:
     out = tmp_path / "wrong.json"
-    run = torchyard("smoke", e2e.ref("runtime"), "--expect-value", "cudnn=9.1.0.70", "--json", str(out))
+    run = torchyard("smoke", e2e.ref("runtime"), "--expect-value", "cudnn=9.1.0.70", "--report", str(out))
     assert run.code == 1, run.text
     checks = _report(out)
     assert checks["version.cudnn"]["status"] == "failed"
@@ -57,13 +57,13 @@ def test_a_manifest_claiming_another_cudnn_fails_naming_the_mismatch(e2e: E2E, t
 
 def test_gpu_checks_are_skipped_and_exit_0_only_without_require_gpu(e2e: E2E, tmp_path: Path) -> None:
     relaxed = torchyard(
-        "smoke", e2e.ref("runtime"), "--json", str(tmp_path / "a.json"), "--junit", str(tmp_path / "a.xml")
+        "smoke", e2e.ref("runtime"), "--report", str(tmp_path / "a.json"), "--junit", str(tmp_path / "a.xml")
     )
     assert relaxed.code == 0, relaxed.text
     gpu = {n: c for n, c in _report(tmp_path / "a.json").items() if n.startswith("gpu.")}
     assert gpu and all(c["status"] == "skipped" for c in gpu.values())
     assert "<skipped" in (tmp_path / "a.xml").read_text()
-    strict = torchyard("smoke", e2e.ref("runtime"), "--require-gpu", "--json", str(tmp_path / "b.json"))
+    strict = torchyard("smoke", e2e.ref("runtime"), "--require-gpu", "--report", str(tmp_path / "b.json"))
     assert strict.code == 1
     failed = {n: c for n, c in _report(tmp_path / "b.json").items() if c["status"] == "failed"}
     assert "gpu.devices" in failed and "--require-gpu" in failed["gpu.devices"]["message"]
@@ -131,7 +131,7 @@ def test_a_gpu_device_node_without_cuda_fails_naming_the_driver_and_the_images_m
 def test_the_suite_runs_in_an_image_torchyard_did_not_build(foreign: str, tmp_path: Path) -> None:
     assert '"io.torchyard.version": ""' in docker("inspect", foreign).stdout
     assert docker("run", "--rm", foreign, "ls", "/etc/torchyard").returncode != 0
-    bare = torchyard("smoke", foreign, "--json", str(tmp_path / "bare.json"))
+    bare = torchyard("smoke", foreign, "--report", str(tmp_path / "bare.json"))
     assert bare.code == 0, bare.text
     checks = _report(tmp_path / "bare.json")
     assert checks["version.torch"]["status"] == "skipped"  # nothing to compare against
@@ -143,7 +143,7 @@ def test_the_suite_runs_in_an_image_torchyard_did_not_build(foreign: str, tmp_pa
         "torch=2.14.1+cu130",
         "--arch",
         "sm_89",
-        "--json",
+        "--report",
         str(tmp_path / "pinned.json"),
     )
     assert pinned.code == 0, pinned.text
