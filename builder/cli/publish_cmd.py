@@ -12,6 +12,7 @@ from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import BuildError, RenderError, UsageError
+from builder.files import check_writable
 from builder.kinds import parse_gpus
 from builder.publish.items import Excluded, Item, expand, select
 from builder.publish.plan import PublishPlan, plan_publish
@@ -72,6 +73,7 @@ def publish_cmd(
     items = select(items, only)
     if aliases_only and (no_aliases or no_push):
         raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
+    report_file = check_writable(report_path, "--report") if report_path else None  # not after an hour's builds
     auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
     pplan = plan_publish(m, items, excluded if not only else [])
     if dry_run:
@@ -90,8 +92,8 @@ def publish_cmd(
     )
     click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
     report = publish(pplan, settings, click.echo)
-    if report_path:
-        write_report(report, Path(report_path))
+    if report_file is not None:
+        write_report(report, report_file)
     click.echo("")
     rows = [[i.id, i.status, f"{i.seconds:.0f}", _first_line(i.reason or i.ref)] for i in report.items]
     click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
