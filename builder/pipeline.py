@@ -38,6 +38,7 @@ class BuildSettings:
     aliases: bool = True  # tag and push the floating aliases too (publish moves them itself, last)
     require_archs: tuple[str, ...] = ()  # GPUs the image must carry code for, checked inside it
     force: bool = False  # write into a non-empty output folder torchyard did not write
+    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
 
 
 @dataclass
@@ -151,7 +152,15 @@ def _build_and_verify(
                 step = " ".join(line.split())  # BuildKit's step headers: a compact progress view
                 log(f"[{name}] {step[:100]}{'...' if len(step) > 100 else ''}")
 
-        request = build_request(plan, target.flavor, settings.out_dir, settings.repo, secret_files, tags=False)
+        request = build_request(
+            plan,
+            target.flavor,
+            settings.out_dir,
+            settings.repo,
+            secret_files,
+            tags=False,
+            provenance=settings.provenance,
+        )
         log(f"[{name}] building (log: {log_path})")
         outcome.image_id = engine.build(request, on_line)
     outcome.seconds = time.monotonic() - start

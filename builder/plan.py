@@ -199,17 +199,24 @@ def tag_refs(repo: str, target: TargetPlan) -> tuple[str, ...]:
 
 
 def build_request(
-    plan: Plan, flavor: Flavor, context_dir: Path, repo: str, secret_files: dict[str, str], *, tags: bool = True
+    plan: Plan,
+    flavor: Flavor,
+    context_dir: Path,
+    repo: str,
+    secret_files: dict[str, str],
+    *,
+    tags: bool = True,
+    provenance: tuple[tuple[str, str], ...] = (),
 ) -> BuildRequest:
     """The build of one target. `tags=False` builds under no name: the pipeline tags only after
-    verification and the smoke suite."""
+    verification and the smoke suite. `provenance` (builder/provenance.py) rides along as build-time labels."""
     return BuildRequest(
         context=context_dir,
         dockerfile=context_dir / "Dockerfile",
         target=flavor.value,
         build_args=plan.build_args,
         secrets=tuple((s.id, secret_files.get(s.id, s.source)) for s in plan.secrets),
-        labels=tuple(sorted(plan.build_labels().items())),
+        labels=tuple(sorted((dict(provenance) | plan.build_labels()).items())),
         tags=tag_refs(repo, plan.target(flavor)) if tags else (),
     )
 

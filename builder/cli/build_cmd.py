@@ -16,6 +16,7 @@ from builder.engine import DockerEngine, build_command
 from builder.kinds import Flavor, Status, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_request, plan_json, tag_refs
+from builder.provenance import provenance_labels
 
 
 @click.command("build")
@@ -44,13 +45,14 @@ def build_cmd(
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
     gpus = parse_gpus(gpus)
     auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
-    _, options, chosen = prepare(ctx, kwargs, target)
+    m, options, chosen = prepare(ctx, kwargs, target)
     plan, flavors = chosen.plan, chosen.flavors
+    provenance = tuple(sorted(provenance_labels(Path(m.path).parent).items()))
     out_dir = Path(output or f"build/torchyard/{plan.id}")
     click.echo(chosen.choice.describe())
     if dry_run:
         check_output(out_dir, force)  # what the real run would refuse
-        _dry_run(plan, flavors, repo, out_dir, push)
+        _dry_run(plan, flavors, repo, out_dir, push, provenance)
         return
     settings = BuildSettings(
         repo=repo,
@@ -62,13 +64,21 @@ def build_cmd(
         auth=auth,
         pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
         force=force,
+        provenance=provenance,
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
     _summary(outcomes)
 
 
-def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, push: bool) -> None:
+def _dry_run(
+    plan: Plan,
+    flavors: tuple[Flavor, ...],
+    repo: str,
+    out_dir: Path,
+    push: bool,
+    provenance: tuple[tuple[str, str], ...],
+) -> None:
     click.echo(f"Dockerfile: {out_dir / 'Dockerfile'} (sha256 {plan.dockerfile_sha256[:16]}...)")
     click.echo(f"content hash: {plan.content_hash}")
     for origin in plan.network_origins:
@@ -79,7 +89,7 @@ def _dry_run(plan: Plan, flavors: tuple[Flavor, ...], repo: str, out_dir: Path, 
         target = plan.target(flavor)
         placeholders = {s.id: "<generated 0600 file>" for s in plan.secrets if s.source == "generated"}
         click.echo(f"\n[{flavor.value}]")
-        request = build_request(plan, flavor, out_dir, repo, placeholders, tags=False)
+        request = build_request(plan, flavor, out_dir, repo, placeholders, tags=False, provenance=provenance)
         click.echo("  " + shlex.join(build_command(request)))
         click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
         for ref in tag_refs(repo, target):

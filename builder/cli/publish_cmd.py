@@ -14,6 +14,7 @@ from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import BuildError, RenderError, UsageError
 from builder.files import check_writable
 from builder.kinds import parse_gpus
+from builder.provenance import provenance_labels
 from builder.publish.items import Excluded, Item, expand, select
 from builder.publish.plan import PublishPlan, plan_publish
 from builder.redact import redact
@@ -89,6 +90,7 @@ def publish_cmd(
         aliases_only=aliases_only,
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
+        provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
     )
     click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
     report = publish(pplan, settings, click.echo)
@@ -204,7 +206,7 @@ def matrix_ci_cmd(
         click.echo(json.dumps(matrix, separators=(",", ":")))
         return
     out = Path(output)
-    data = bake(pplan, repo, out, cache_repo)
+    data = bake(pplan, repo, out, cache_repo, provenance_labels(Path(m.path).parent))
     out.mkdir(parents=True, exist_ok=True)
     (out / "docker-bake.json").write_text(json.dumps(data, indent=2) + "\n")
     click.echo(

@@ -14,14 +14,28 @@ from typing import Any, TypeVar
 from packaging.specifiers import SpecifierSet
 
 from builder.archs import Arch
+from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy, did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
+from builder.render import safety
 
 PYPI_DEFAULT = "pypi-default"
 SYSTEM_PYTHON = "system"
 E = TypeVar("E", bound=StrEnum)
-_KEYS = ("name", "torch", "variants", "python", "os", "flavors", "strategy", "archs", "pip", "require_archs")
+_KEYS = (
+    "name",
+    "torch",
+    "variants",
+    "python",
+    "os",
+    "flavors",
+    "strategy",
+    "archs",
+    "pip",
+    "require_archs",
+    "labels",
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +50,7 @@ class PublishEntry:
     archs: tuple[Arch, ...]  # custom architecture list for compiled code; () = torch's own
     pip: tuple[str, ...]
     require_archs: tuple[Arch, ...]  # GPUs the images must carry code for, checked in the built image
+    labels: tuple[tuple[str, str], ...] = ()  # the family's own labels: in the Dockerfile, not in the tags
 
 
 def parse_publish(ctx: Context, raw: Any) -> tuple[PublishEntry, ...]:
@@ -63,7 +78,28 @@ def _entry(e: Entry) -> PublishEntry:
         archs=e.get("archs", r.arch_list, ()),
         pip=e.get("pip", r.text_list, ()),
         require_archs=e.get("require_archs", r.arch_list, ()),
+        labels=e.get("labels", _labels, ()),
     )
+
+
+def _labels(value: Any) -> tuple[tuple[str, str], ...]:
+    """`labels = { "org.example.team" = "vision" }`: the rules of --label (nothing a Dockerfile could misread,
+    and io.torchyard.* stays torchyard's)."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a table of label = value")
+    found = []
+    for key, text in value.items():
+        if not isinstance(text, str):
+            raise ValueError(f"label {key!r}: expected a string value")
+        try:
+            safety.check("label", key, safety.LABEL_KEY, "org.example.team")
+            safety.check(f"label {key}", text, safety.LABEL_VALUE, "vision")
+        except RenderError as exc:
+            raise ValueError(str(exc)) from None
+        if key.startswith("io.torchyard."):
+            raise ValueError(f"label {key}: the io.torchyard. namespace is torchyard's own")
+        found.append((key, text))
+    return tuple(sorted(found))
 
 
 def _pythons(value: Any) -> tuple[str, ...]:

@@ -86,7 +86,9 @@ def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | No
     return {"include": include}
 
 
-def bake(pplan: PublishPlan, repo: str, out_dir: Path, cache_repo: str | None) -> dict[str, Any]:
+def bake(
+    pplan: PublishPlan, repo: str, out_dir: Path, cache_repo: str | None, provenance: dict[str, str] | None = None
+) -> dict[str, Any]:
     """docker-bake.json: one common target per plan (context, Dockerfile, args, secrets, cache) that the
     item targets inherit, so `docker buildx bake` builds shared stages once and the items in parallel."""
     targets: dict[str, Any] = {}
@@ -102,7 +104,7 @@ def bake(pplan: PublishPlan, repo: str, out_dir: Path, cache_repo: str | None) -
             "inherits": [common],
             "target": item.flavor.value,
             "tags": list(tag_refs(repo, target)),
-            "labels": dict(target.labels) | plan.build_labels(),
+            "labels": dict(target.labels) | (provenance or {}) | plan.build_labels(),
         }
         groups["default"].append(_bake_name(item.id))
     return {"group": {name: {"targets": names} for name, names in groups.items()}, "target": targets}

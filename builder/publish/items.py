@@ -75,6 +75,7 @@ def expand(
             strategy=entry.strategy,
             archs=entry.archs,
             extra_pip=entry.pip,
+            family_labels=entry.labels,
             network=network or Network(),
             refresh=refresh,
             base_lock=base_lock,

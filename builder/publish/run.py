@@ -41,6 +41,7 @@ class PublishSettings:
     aliases: bool = True
     aliases_only: bool = False  # build nothing: move the aliases of images already published
     pip_conf: str | None = field(default=None, repr=False)
+    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
 
 
 @dataclass
@@ -189,6 +190,7 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         pip_conf=settings.pip_conf,
         force=True,  # publish made this group folder itself (its publish.log is already there)
         require_archs=group.require_archs,
+        provenance=settings.provenance,
     )
 
 

@@ -206,6 +206,15 @@ def target_path(flavor: Flavor, home: str | None) -> str:
     return f"{VENV}/bin:{cuda_bin}{SYSTEM_PATH}"
 
 
+NVIDIA_LICENSE = "LicenseRef-NVIDIA-Proprietary"
+
+
+def licenses(c: Combination) -> str:
+    """SPDX expression of what the image carries: PyTorch (BSD-3-Clause) and, in a CUDA image, NVIDIA's
+    libraries (the nvidia-* wheels and CUDA images ship under NVIDIA's own licence, not an open one)."""
+    return "BSD-3-Clause" if c.variant.cuda is None else f"BSD-3-Clause AND {NVIDIA_LICENSE}"
+
+
 def labels(
     c: Combination,
     flavor: Flavor,
@@ -220,7 +229,7 @@ def labels(
         "org.opencontainers.image.description": f"PyTorch {c.local_version} on {c.os.name}, Python {c.python}",
         "org.opencontainers.image.version": c.local_version,
         "org.opencontainers.image.vendor": "torchyard",
-        "org.opencontainers.image.licenses": "BSD-3-Clause",
+        "org.opencontainers.image.licenses": licenses(c),
         "io.torchyard.version": __version__,
         "io.torchyard.combination": c.id,
         "io.torchyard.torch": c.local_version,
@@ -236,6 +245,7 @@ def labels(
         "io.torchyard.strategy": strategy.value,
         "io.torchyard.flavor": flavor.value,
     }
+    ours |= dict(options.family_labels)  # checked when matrix.toml was read
     for key, value in options.labels:
         safety.check("--label", key, safety.LABEL_KEY, "team=vision")
         safety.check("--label", value, safety.LABEL_VALUE, "team=vision")

@@ -27,7 +27,8 @@ class RenderOptions:
     extra_pip: tuple[str, ...] = ()
     requirements: str | None = None  # content of a requirements file
     user: str | None = None
-    labels: tuple[tuple[str, str], ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()  # --label: part of the tags (tags.extras_id)
+    family_labels: tuple[tuple[str, str], ...] = ()  # a [[publish]] entry's labels: in the image, not the tags
     torch_index_url: str | None = None
     extensions: tuple[Extension, ...] = ()
     network: Network = field(default_factory=Network)

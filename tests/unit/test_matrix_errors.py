@@ -491,6 +491,25 @@ CASES = [
         entry=_PUBLISH.replace('["debian12"]', '["debian13"]'),
     ),
     _publish(
+        "publish-label-injection",
+        'labels = { "org.example.team" = "ml\\nRUN id" }\n',
+        "{line}: publish[team].labels: label org.example.team: 'ml\\nRUN id' contains a newline, which is not allowed "
+        "in a Dockerfile",
+        "labels =",
+    ),
+    _publish(
+        "publish-label-ours",
+        'labels = { "io.torchyard.torch" = "9.9" }\n',
+        "{line}: publish[team].labels: label io.torchyard.torch: the io.torchyard. namespace is torchyard's own",
+        "labels =",
+    ),
+    _publish(
+        "publish-labels-not-a-table",
+        'labels = ["team=ml"]\n',
+        "{line}: publish[team].labels: expected a table of label = value",
+        "labels =",
+    ),
+    _publish(
         "publish-unknown-flavor",
         'flavors = ["runtim"]\n',
         "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel (did you mean 'runtime'?)",

@@ -189,3 +189,38 @@ def test_bad_publish_flags_are_one_line_and_exit_2(
     assert exit_.value.code == 2
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"torchyard: error: {message}\n")
+
+
+def test_an_entry_labels_its_images_without_changing_their_tags(tmp_path: Path) -> None:
+    from builder.plan import make_plan
+
+    plain = matrix_with(
+        '[[publish]]\nname = "a"\ntorch = "==2.14.1"\nos = ["debian12"]\nflavors = ["runtime"]\n', tmp_path
+    )
+    (base,) = expand(plain)[0]
+    (tmp_path / "l").mkdir()
+    labelled = matrix_with(
+        '[[publish]]\nname = "a"\ntorch = "==2.14.1"\nos = ["debian12"]\nflavors = ["runtime"]\n'
+        'labels = { "org.example.team" = "vision", "org.opencontainers.image.vendor" = "ACME" }\n',
+        tmp_path / "l",
+    )
+    (item,) = expand(labelled)[0]
+    before = make_plan(plain, base.combo, base.options).target(base.flavor)
+    after_plan = make_plan(labelled, item.combo, item.options)
+    after = after_plan.target(item.flavor)
+
+    assert after.tags == before.tags, "the family's labels are not additions of a user: no -x<id> suffix"
+    assert dict(after.labels)["org.example.team"] == "vision"
+    assert dict(after.labels)["org.opencontainers.image.vendor"] == "ACME"
+    assert 'org.example.team="vision"' in after_plan.dockerfile
+    assert after_plan.content_hash != make_plan(plain, base.combo, base.options).content_hash, "a new label rebuilds"
+
+
+def test_the_licenses_label_names_nvidias_licence_where_nvidia_libraries_are(
+    expanded: tuple[list[Item], list[tuple[str, str, str]]],
+) -> None:
+    from builder.render.context import licenses
+
+    items = expanded[0]
+    cuda = next(i for i in items if i.combo.variant.cuda is not None)
+    assert licenses(cuda.combo) == "BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary"

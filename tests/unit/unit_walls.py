@@ -1,7 +1,8 @@
 """Unit tier walls (a pytest plugin, loaded by pyproject.toml's addopts): no unit test reads the machine it runs
-on. build and render choose for any machine unless a test gives them a recorded one (host_kit), so their answers
-do not depend on the GPU of whoever runs the tests. (A plugin, not a conftest.py: mypy checks one module per
-name, and tests/integration has the conftest.py.)"""
+on, nor its git checkout or clock through the provenance labels. build and render choose for any machine
+unless a test gives them a recorded one (host_kit), so their answers do not depend on the GPU of whoever
+runs the tests. (A plugin, not a conftest.py: mypy checks one module per name, and tests/integration has
+the conftest.py.)"""
 
 from __future__ import annotations
 
@@ -21,4 +22,5 @@ def no_real_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     if "unit" not in request.path.parts:
         return
     monkeypatch.setenv(env.ANY_HOST, "1")
+    monkeypatch.setenv(env.PROVENANCE, "0")  # the checkout's commit and the clock: tests that want them set them
     monkeypatch.setattr(builder.host.probe, "RealSystem", _NoMachine)
