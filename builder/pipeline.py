@@ -16,6 +16,7 @@ from builder.errors import BuildError
 from builder.kinds import Flavor, Status
 from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.process import check_cancelled
+from builder.progress import BuildProgress, Mode
 from builder.redact import redact
 from builder.registry import Registry
 from builder.render.context import cuda_home
@@ -39,6 +40,7 @@ class BuildSettings:
     require_archs: tuple[str, ...] = ()  # GPUs the image must carry code for, checked inside it
     force: bool = False  # write into a non-empty output folder torchyard did not write
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
+    progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/progress.py)
 
 
 @dataclass
@@ -141,16 +143,17 @@ def _build_and_verify(
     name = target.flavor.value
     start = time.monotonic()
     log_path = settings.out_dir / f"build-{name}.log"
-    with log_path.open("w", buffering=1) as build_log:  # line-buffered: `tail -f` follows the build
+    progress = BuildProgress(name, log, settings.progress)
+    # line-buffered: `tail -f` follows the build
+    with log_path.open("w", buffering=1) as build_log, progress:
 
         def on_line(line: str) -> None:
             line = redact(line)
             build_log.write(line + "\n")
             if settings.verbose:
                 log(f"[{name}] {line}")
-            elif line.startswith("#") and " [" in line and "] " in line and "DONE" not in line:
-                step = " ".join(line.split())  # BuildKit's step headers: a compact progress view
-                log(f"[{name}] {step[:100]}{'...' if len(step) > 100 else ''}")
+            else:
+                progress.feed(line)  # step headers, and time and bytes inside a long step
 
         request = build_request(
             plan,

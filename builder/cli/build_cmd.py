@@ -16,6 +16,7 @@ from builder.engine import DockerEngine, build_command
 from builder.kinds import Flavor, Status, parse_gpus
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_request, plan_json, tag_refs
+from builder.progress import mode_for
 from builder.provenance import provenance_labels
 
 
@@ -65,6 +66,7 @@ def build_cmd(
         pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
         force=force,
         provenance=provenance,
+        progress=mode_for(),
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
