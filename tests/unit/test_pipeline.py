@@ -339,6 +339,24 @@ def test_a_fault_in_the_second_target_leaves_the_first_untagged(tmp_path: Path, 
     assert engine.pushed() == []
 
 
+def test_a_required_architecture_without_code_stops_the_build_before_any_tag(tmp_path: Path, wheels_plan: Plan) -> None:
+    engine = fake(wheels_plan, missing_archs=("sm_100",))
+    with pytest.raises(BuildError) as raised:
+        run(engine, wheels_plan, settings(tmp_path, push=True, require_archs=("sm_90", "sm_100")))
+
+    assert "required architecture sm_100: arch.torch: libtorch_cuda.so has no sm_100 code" in str(raised.value)
+    only_arch = [c.args for c in engine.of("run") if "arch." in c.args]
+    assert [a[a.index("--arch") + 1] for a in only_arch] == ["sm_90", "sm_100"], "each required arch is checked"
+    assert engine.tags == {} and engine.pushed() == []
+
+
+def test_required_architectures_with_code_are_logged_and_the_image_tagged(tmp_path: Path, wheels_plan: Plan) -> None:
+    engine = fake(wheels_plan, missing_archs=("sm_100",))
+    _, log = run(engine, wheels_plan, settings(tmp_path, require_archs=("sm_90",)))
+    assert "[runtime] required architecture sm_90: code present" in log
+    assert engine.tags
+
+
 def test_ctrl_c_during_a_build_propagates_and_tags_nothing(tmp_path: Path, wheels_plan: Plan) -> None:
     engine = fake(wheels_plan, fail_build=KeyboardInterrupt())
     with pytest.raises(KeyboardInterrupt):
