@@ -13,9 +13,9 @@ from typing import Any
 
 from builder import __version__
 from builder.archs import Arch
-from builder.context_dir import walk_extension
 from builder.engine import BuildRequest
 from builder.errors import RenderError
+from builder.extension_dir import walk_extension
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx

@@ -24,7 +24,7 @@ from builder.env import PROVENANCE as PROVENANCE_ENV
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
 CREATED = "org.opencontainers.image.created"
-_VALUE = re.compile(r"^[A-Za-z0-9._\-/:@+=,]{1,512}$")  # the --label value rule (render/safety.py)
+_VALUE = re.compile(r"^[A-Za-z0-9._\-/:@+=,]{1,512}$")  # the --label value rule (builder/safety.py)
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!//)(.+)$")  # git@github.com:org/repo.git
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 

@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 import click
 
 from builder import env
-from builder.context_dir import check_extension_dir
 from builder.errors import UsageError
+from builder.extension_dir import check_extension_dir
 from builder.files import read_text
 from builder.kinds import Strategy, parse_choice
 from builder.matrix import Matrix

@@ -13,12 +13,12 @@ from typing import Any, TypeVar
 
 from packaging.specifiers import SpecifierSet
 
+from builder import safety
 from builder.archs import Arch
 from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy, did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
-from builder.render import safety
 
 PYPI_DEFAULT = "pypi-default"
 SYSTEM_PYTHON = "system"

@@ -7,12 +7,11 @@ from typing import Any
 
 from packaging.version import Version
 
-from builder import __version__
+from builder import __version__, safety
 from builder.archs import Arch
 from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import CudaImage, Matrix
-from builder.render import safety
 from builder.render.nvidia import image_tag, require_cuda, select_image
 from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder import __version__
+from builder import __version__, safety
 from builder.archs import Arch
 from builder.kinds import Flavor, Strategy
 from builder.render import context as ctx
-from builder.render import safety
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from builder.errors import RenderError
 from builder.files import read_bytes
-from builder.render.safety import check_apt_mirror, check_url, redact
+from builder.safety import check_apt_mirror, check_url, redact
 
 CA_LIMIT = 16 << 20  # a system bundle is about 200 KB
 # Host settings picked up by default, in order of precedence.

@@ -18,7 +18,7 @@ def make_env() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # Dockerfiles, not HTML; every value is checked by builder.render.safety
+        autoescape=False,  # Dockerfiles, not HTML; every value is checked by builder.safety
     )
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from render_kit import EXAMPLE_EXTENSION, addone, arch, plan
 
-from builder.context_dir import RECORD, walk_extension, write_context
+from builder.context_dir import RECORD, write_context
+from builder.extension_dir import walk_extension
 from builder.errors import RenderError, UsageError
 from builder.plan import Plan
 

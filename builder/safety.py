@@ -1,4 +1,5 @@
-"""Refuse values that could change the meaning of a rendered Dockerfile (injection), before rendering.
+"""Refuse values that could change the meaning of a rendered Dockerfile (injection), before rendering. A low
+module (errors and redact only): the matrix reader checks a publish entry's labels with it too.
 
 Everything user-supplied that reaches a Dockerfile passes one of these checks; matrix values are
 already typed (versions, archs). The patterns exclude whitespace, quotes, `$`, backticks and
