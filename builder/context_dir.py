@@ -6,9 +6,8 @@
   the folder (the record is checked, not trusted); logs and reports stay.
 - Everything is staged in a temporary folder inside the output and moved into place; a failure leaves
   nothing behind, and a lock lets renders into one folder run at the same time.
-- Extension folders are copied by the checked walk of builder/extension_dir.py: a link that stays inside the folder is kept as a
-  link, one that points out of it is refused (it could carry a private host file into the context), as are
-  named pipes, devices and sockets; the copy has a size limit.
+- Extension folders are copied by the checked walk of builder/extension_dir.py (links kept only inside the
+  folder; no special files; size limits), the same walk the content hash reads.
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import pytest
 from render_kit import EXAMPLE_EXTENSION, addone, arch, plan
 
 from builder.context_dir import RECORD, write_context
-from builder.extension_dir import walk_extension
 from builder.errors import RenderError, UsageError
+from builder.extension_dir import walk_extension
 from builder.plan import Plan
 
 CU130 = "torch2.14.1-cu130-py3.11-debian12"
