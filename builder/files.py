@@ -61,16 +61,13 @@ def read_text(path: str | Path, what: str, *, limit: int = TEXT_LIMIT, error: ty
 
 def check_writable(path: str | Path, flag: str) -> Path:
     """A file a command will write when it is done (a report): refused before any work starts, so an hour's
-    build never ends in "permission denied". An existing regular file is replaced; nothing else is."""
+    build never ends in "permission denied". An existing regular file is replaced, nothing else is; missing
+    folders are made when it is written (as `-o` makes its own) under the nearest folder that exists."""
     target = Path(path)
     try:
         info = os.stat(target)
     except FileNotFoundError:
-        parent = target.parent
-        if not parent.is_dir():
-            raise UsageError(f"{flag} {path}: folder {parent} does not exist") from None
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise UsageError(f"{flag} {path}: folder {parent} is not writable") from None
+        _check_folder(target, flag)
         return target
     except OSError as exc:
         raise UsageError(f"{flag} {path}: {exc.strerror}") from None
@@ -79,3 +76,24 @@ def check_writable(path: str | Path, flag: str) -> Path:
     if not os.access(target, os.W_OK):
         raise UsageError(f"{flag} {path}: not writable")
     return target
+
+
+def _check_folder(target: Path, flag: str) -> None:
+    folder = target.absolute().parent
+    while True:
+        try:
+            info = os.stat(folder)
+            break
+        except FileNotFoundError:
+            folder = folder.parent
+        except OSError as exc:
+            raise UsageError(f"{flag} {target}: {exc.strerror}") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise UsageError(f"{flag} {target}: {folder} is {file_kind(info.st_mode)}, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {target}: folder {folder} is not writable")
+
+
+def write_report_file(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)

@@ -12,7 +12,7 @@ from builder.cli.options import image_reference
 from builder.cli.output import emit_json
 from builder.engine import DockerEngine
 from builder.errors import BuildError, UsageError
-from builder.files import check_writable, read_text
+from builder.files import check_writable, read_text, write_report_file
 from builder.kinds import parse_gpus
 from builder.smoke.manifest import Manifest
 from builder.suite import SmokeOptions, run_smoke
@@ -83,9 +83,9 @@ def smoke_cmd(
     else:
         click.echo(report.output.rstrip())
     if report_file is not None:
-        report_file.write_text(json.dumps(report.data, indent=2) + "\n")
+        write_report_file(report_file, json.dumps(report.data, indent=2) + "\n")
     if junit_file is not None:
-        junit_file.write_text(report.junit)
+        write_report_file(junit_file, report.junit)
     if not report.ok:  # a check failed (or could not run where --require-gpu asked for it): the smoke code
         raise SystemExit(BuildError.exit_code)
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.errors import Interrupted, TorchyardError
+from builder.files import write_report_file
 from builder.kinds import AliasStatus, Status
 from builder.pipeline import BuildSettings, build
 from builder.plan import Plan
@@ -266,4 +267,4 @@ def _move(
 
 
 def write_report(report: Report, path: Path) -> None:
-    path.write_text(redact(json.dumps(report.as_json(), indent=2)) + "\n")
+    write_report_file(path, redact(json.dumps(report.as_json(), indent=2)) + "\n")

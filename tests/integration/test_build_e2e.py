@@ -17,7 +17,10 @@ from kit import docker as docker_cli
 
 from builder.engine import RegistryAuth
 from builder.matrix import load_matrix
+from builder.provenance import CREATED, REVISION
 from builder.registry import Registry
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.docker
 
@@ -126,8 +129,12 @@ def test_pull_by_digest_gives_the_pushed_image_with_its_labels(e2e: E2E) -> None
         client.api.pull(repo, tag=digest, auth_config=auth)
         pulled = client.images.get(f"{repo}@{digest}")
         labels = pulled.attrs["Config"]["Labels"]
+        provenance = {key: labels.pop(key) for key in (REVISION, CREATED) if key in labels}
         assert labels == plan["targets"][flavor]["labels"]
         assert labels["io.torchyard.content-hash"] == plan["content_hash"]
+        head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True, text=True)
+        assert provenance[REVISION] == head.stdout.strip(), "the checkout's commit, given at build time"
+        assert provenance[CREATED].endswith("Z")
         assert pulled.id == client.images.get(ref).id
 
 

@@ -48,7 +48,7 @@ def test_the_pipeline_ran_the_suite_and_it_passed_without_gpu_checks(e2e: E2E, f
 def test_a_manifest_claiming_another_cudnn_fails_naming_the_mismatch(e2e: E2E, tmp_path: Path) -> None:
     out = tmp_path / "wrong.json"
     run = torchyard("smoke", e2e.ref("runtime"), "--expect-value", "cudnn=9.1.0.70", "--report", str(out))
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text  # the README's code for a failed smoke suite
     checks = _report(out)
     assert checks["version.cudnn"]["status"] == "failed"
     assert checks["version.cudnn"]["message"] == "cudnn: the image has 92400, expected 90100"
@@ -64,7 +64,7 @@ def test_gpu_checks_are_skipped_and_exit_0_only_without_require_gpu(e2e: E2E, tm
     assert gpu and all(c["status"] == "skipped" for c in gpu.values())
     assert "<skipped" in (tmp_path / "a.xml").read_text()
     strict = torchyard("smoke", e2e.ref("runtime"), "--require-gpu", "--report", str(tmp_path / "b.json"))
-    assert strict.code == 1
+    assert strict.code == 4
     failed = {n: c for n, c in _report(tmp_path / "b.json").items() if c["status"] == "failed"}
     assert "gpu.devices" in failed and "--require-gpu" in failed["gpu.devices"]["message"]
 

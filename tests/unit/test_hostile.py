@@ -224,9 +224,9 @@ def _other_cases() -> Iterator[Case]:
     yield Case("matrix show unknown kind", ("matrix", "show", "gpu", "x"), 2)
     yield Case("matrix show bad driver", ("matrix", "show", "driver", "$(id)"), 2)
     yield Case("publish only matches nothing", ("publish", "--dry-run", "--only", "nothing*"), 2)
-    yield Case("publish report into a missing folder", ("publish", "--dry-run", "--report", "/nonexistent/r.json"), 2)
+    yield Case("publish report under a file", ("publish", "--dry-run", "--report", "/dev/null/r.json"), 2)
     yield Case("publish report onto a device", ("publish", "--dry-run", "--report", "/dev/null"), 2)
-    yield Case("smoke report into a missing folder", ("smoke", "img:1", "--report", "/nonexistent/r.json"), 2)
+    yield Case("smoke report under a device", ("smoke", "img:1", "--report", "/dev/zero/r.json"), 2)
     yield Case("smoke expect from a pipe-like device", ("smoke", "img:1", "--expect", "/dev/zero"), 2)
     yield Case("smoke arch nonsense", ("smoke", "img:1", "--arch", "sm_1x"), 2)
 

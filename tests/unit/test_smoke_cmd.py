@@ -66,6 +66,11 @@ def test_a_failed_check_exits_4_the_smoke_code_and_still_writes_the_report(fake:
     assert {"name": "train.cpu", "status": "failed", "message": "loss did not fall"} in checks
 
 
+def test_a_report_in_a_new_folder_makes_the_folder(fake: FakeEngine, tmp_path: Path) -> None:
+    assert _exit(["smoke", IMAGE, "--report", str(tmp_path / "new" / "deeper" / "r.json")]) == 0
+    assert json.loads((tmp_path / "new" / "deeper" / "r.json").read_text())["schema"] == 1
+
+
 def test_json_prints_the_report_as_one_object(fake: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
     assert _exit(["smoke", IMAGE, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -76,7 +81,7 @@ def test_json_prints_the_report_as_one_object(fake: FakeEngine, capsys: pytest.C
     ("argv", "says"),
     [
         (["--arch", "sm_999x"], "--arch: 'sm_999x' is not a GPU architecture"),
-        (["--report", "/nonexistent-dir/r.json"], "--report /nonexistent-dir/r.json: folder /nonexistent-dir does"),
+        (["--report", "/dev/null/r.json"], "--report /dev/null/r.json: Not a directory"),
         (["--report", "@dir"], "a directory, not a file to write a report to"),
         (["--junit", "/dev/null/j.xml"], "--junit /dev/null/j.xml: Not a directory"),
         (["--expect", "@missing"], "cannot read: No such file or directory"),
