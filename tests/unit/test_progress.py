@@ -41,7 +41,7 @@ def test_pip_and_uv_download_sizes_are_read(line: str, count: int) -> None:
 
 
 def test_lines_mode_reports_a_long_step_every_interval_with_time_and_bytes() -> None:
-    clock, logged = Clock(), []
+    clock, logged = Clock(), list[str]()
     progress = BuildProgress("runtime", logged.append, Mode.LINES, clock=clock, interval=30)
     progress.feed(STEP)
     progress.feed("#12 41.2 Downloading https://x/torch-2.14.1.whl (915.2 MB)")
@@ -62,7 +62,7 @@ def test_lines_mode_reports_a_long_step_every_interval_with_time_and_bytes() -> 
 
 
 def test_a_new_step_restarts_the_step_clock_not_the_total() -> None:
-    clock, logged = Clock(), []
+    clock, logged = Clock(), list[str]()
     progress = BuildProgress("devel", logged.append, Mode.LINES, clock=clock, interval=30)
     progress.feed(STEP)
     clock.now += 100
@@ -73,7 +73,7 @@ def test_a_new_step_restarts_the_step_clock_not_the_total() -> None:
 
 
 def test_nothing_is_reported_before_the_first_step_or_for_done_lines() -> None:
-    clock, logged = Clock(), []
+    clock, logged = Clock(), list[str]()
     progress = BuildProgress("runtime", logged.append, Mode.LINES, clock=clock, interval=30)
     progress.feed("#12 DONE 310.2s")
     clock.now += 100
@@ -82,7 +82,7 @@ def test_nothing_is_reported_before_the_first_step_or_for_done_lines() -> None:
 
 
 def test_live_mode_redraws_one_status_line_and_clears_it_before_the_next_step() -> None:
-    clock, logged, drawn = Clock(), [], []
+    clock, logged, drawn = Clock(), list[str](), list[str]()
     progress = BuildProgress("runtime", logged.append, Mode.LIVE, clock=clock, write=drawn.append, interval=2)
     progress.feed(STEP)
     clock.now += 3
@@ -104,7 +104,7 @@ def test_live_mode_redraws_one_status_line_and_clears_it_before_the_next_step() 
 
 def test_the_ticker_thread_stops_and_leaves_no_status_line_behind() -> None:
     drawn: list[str] = []
-    with BuildProgress("runtime", [].append, Mode.LIVE, write=drawn.append, interval=0.01) as progress:
+    with BuildProgress("runtime", list[str]().append, Mode.LIVE, write=drawn.append, interval=0.01) as progress:
         progress.feed(STEP)
         for _ in range(200):
             if drawn:

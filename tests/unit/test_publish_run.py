@@ -268,7 +268,7 @@ def test_a_group_that_cannot_be_planned_fails_alone(fakes: PublishFakes, tmp_pat
         pplan, groups=(pplan.groups[0], replace(broken, plan=None, problem="no base image"), *pplan.groups[2:])
     )
     settings = PublishSettings(repo=REPO, out_root=tmp_path / "work")
-    report = publish(pplan, settings, [].append, fakes.factory, fakes.registry_for)
+    report = publish(pplan, settings, list[str]().append, fakes.factory, fakes.registry_for)
 
     assert statuses(report)[broken.items[0].id] == "failed"
     assert [i.reason for i in report.items if i.status == "failed"] == ["no base image"]

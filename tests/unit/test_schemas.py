@@ -21,6 +21,7 @@ from builder.engine import ImageInfo
 from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
+from builder.kinds import Status
 from builder.publish.run import ItemResult, Report
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
@@ -84,7 +85,7 @@ def _inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, An
 
 
 def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
-    items = [ItemResult("torch2.14.1-cu130-py3.11-debian12-runtime", "built", "r:t", reason="")]
+    items = [ItemResult("torch2.14.1-cu130-py3.11-debian12-runtime", Status.BUILT, "r:t", reason="")]
     return Report(items, [], 1.0).as_json()
 
 
