@@ -141,7 +141,8 @@ def compiler_packages(c: Combination, system_python: bool) -> list[str]:
 
 
 def build_packages(system_python: bool) -> list[str]:
-    return ["python3-venv"] if system_python else []
+    """What the build stages (FROM the base image, beside the os stage) install: the OS's Python and venv."""
+    return ["python3", "python3-venv"] if system_python else []
 
 
 def toolchain_packages(system_python: bool) -> list[str]:
