@@ -8,8 +8,9 @@ NVIDIA pins: cuDNN 9.24.0.43, NCCL 2.30.7, cuda-toolkit 13.0.3), then 2.13.0 (cu
 registry of the bench's own. It measures:
 
 - cold build wall time: `torchyard build` of the first image (smoke suite included) next to the single-stage
-  tutorial Dockerfile (bench/tutorial.Dockerfile), both from nothing (`--no-cache`, and cache mounts with ids of
-  this run: bench/family_kit.py), and the first image again with `--installer pip`, cold too;
+  tutorial Dockerfile (bench/tutorial.Dockerfile), and the first image with `--installer pip`: each from nothing,
+  in a dockerd of the bench's own whose build cache it prunes before (bench/family_kit.py: BuildEngine), with
+  builds on the host network;
 - per-stage times of those builds (torchyard's build report);
 - bytes pushed per image: what the registry's storage gained; next to each image's compressed size;
 - bytes a pull downloads into an engine that holds the images pulled before it (a throwaway dockerd);
@@ -17,8 +18,9 @@ registry of the bench's own. It measures:
 - whether `pip freeze` is the same in the uv and the pip image.
 
 The images after the first build as a publish run builds them: the os stage and the downloads cached by the first.
-Needs root (the pull engine runs in a network namespace of its own), the Docker engine (/usr/bin/docker),
-docker-registry, unshare, PyPI, and about 40 GB of disk; it removes what it made.
+Needs root (two dockerd of its own: one to build, one in a network namespace of its own to pull), dockerd and the
+docker CLI (/usr/bin/docker; the shared engine only lends the base image), docker-registry, unshare, PyPI, and
+about 25 GB of disk (it prunes its own engine between images and stops below 12 GB free); it removes what it made.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -36,13 +37,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from family_kit import DOCKER, PullEngine, Registry, cold_docker, history, host_bridge_intact, image_size
+from family_kit import BuildEngine, PullEngine, Registry, history, host_bridge_intact, host_network_docker, image_size
 
 ROOT = Path(__file__).resolve().parents[1]
 CA = os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt")
 FLAGS = ("--os", "debian12", "--python", "3.11", "--any-host")
 BASE = "debian:bookworm-slim"
-MIN_FREE = 15e9
+MIN_FREE = 12e9  # a torch build holds about 12 GB (its build stage and the image's layers) until pruned
 
 
 @dataclass
@@ -78,57 +79,71 @@ def run(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.monotonic() - start
 
 
-def torchyard_build(image: Image, repo: str, out: Path, docker: Path, cold: bool) -> None:
+def torchyard_build(engine: BuildEngine, image: Image, repo: str, out: Path, docker: Path) -> None:
     check_disk()
     argv = [sys.executable, "-m", "builder", "build", "--torch", image.torch, *FLAGS, "--installer", image.installer,
             "--target", image.flavor, "--repo", repo, "-o", str(out), "--force"]  # fmt: skip
-    env = {"TORCHYARD_DOCKER": str(docker), "BENCH_NO_CACHE": "1" if cold else "", "PIP_CERT": CA}
-    log(f"torchyard build {image.torch} {image.flavor} ({image.installer}{', cold' if cold else ''})")
-    image.seconds = run(argv, env)
+    log(f"torchyard build {image.torch} {image.flavor} ({image.installer})")
+    image.seconds = run(argv, {**engine.env, "TORCHYARD_DOCKER": str(docker), "PIP_CERT": CA})
     report = json.loads((out / "build-report.json").read_text())["targets"][image.flavor]
-    image.ref, image.stages, image.size = report["ref"], report["stages"], image_size(report["ref"])
+    image.ref, image.stages, image.size = report["ref"], report["stages"], image_size(engine, report["ref"])
 
 
-def push(image: Image, registry: Registry) -> None:
+def push(engine: BuildEngine, image: Image, registry: Registry) -> None:
     before = registry.stored()
-    run([DOCKER, "push", image.ref])
+    done = engine.docker("push", image.ref)
+    if done.returncode != 0:
+        raise SystemExit(f"push {image.ref}: {done.stderr[-2000:]}")
     image.pushed = registry.stored() - before
     repo, tag = image.ref.split("/", 1)[1].rsplit(":", 1)
     image.compressed = registry.manifest(repo, tag).size
 
 
-def freeze(ref: str) -> list[str]:
-    argv = [DOCKER, "run", "--rm", "--network", "none", "--entrypoint", "/opt/venv/bin/python", ref, "-m", "pip"]
-    return subprocess.run([*argv, "freeze"], capture_output=True, text=True, check=True).stdout.split()
+def remove(engine: BuildEngine, image: Image) -> None:
+    """Every tag of it (torchyard also tags the alias)."""
+    found = engine.docker("image", "inspect", "-f", "{{.Id}}", image.ref)
+    if found.returncode == 0:
+        engine.docker("rmi", "-f", found.stdout.strip())
 
 
-def payload(ref: str) -> dict[str, int]:
+def freeze(engine: BuildEngine, ref: str) -> list[str]:
+    argv = ["run", "--rm", "--network", "none", "--entrypoint", "/opt/venv/bin/python", ref, "-m", "pip", "freeze"]
+    return engine.docker(*argv).stdout.split()
+
+
+def payload(engine: BuildEngine, ref: str) -> dict[str, int]:
     """The image's parts: the base image, the os stage's packages, the venv as `du -sb` counts it."""
-    du = [DOCKER, "run", "--rm", "--network", "none", "--entrypoint", "du", ref, "-sb", "/opt/venv"]
-    venv = int(subprocess.run(du, capture_output=True, text=True, check=True).stdout.split()[0])
-    apt = sum(size for size, created in history(ref) if "apt-get install" in created and "tini" in created)
-    layers = sum(size for size, created in history(ref) if created.startswith("COPY /layers/"))
-    return {"base": image_size(BASE), "apt": apt, "venv": venv, "venv_layers": layers}
+    du = engine.docker("run", "--rm", "--network", "none", "--entrypoint", "du", ref, "-sb", "/opt/venv").stdout
+    entries = history(engine, ref)
+    apt = sum(size for size, created in entries if "apt-get install" in created and "tini" in created)
+    layers = sum(size for size, created in entries if created.startswith("COPY /layers/"))
+    return {"base": image_size(engine, BASE), "apt": apt, "venv": int(du.split()[0]), "venv_layers": layers}
 
 
-def tutorial(tag: str) -> tuple[float, int]:
+def tutorial(engine: BuildEngine) -> tuple[float, int]:
     check_disk()
     log("tutorial Dockerfile, cold")
-    seconds = run([DOCKER, "build", "--no-cache", "--secret", f"id=cacert,src={CA}", "-f",
-                   str(ROOT / "bench" / "tutorial.Dockerfile"), "-t", tag, str(ROOT / "bench")],
-                  {"DOCKER_BUILDKIT": "1"})  # fmt: skip
-    size = image_size(tag)
-    run([DOCKER, "rmi", tag])
+    tag = "torchyard-bench-family/tutorial:cold"
+    dockerfile = ROOT / "bench" / "tutorial.Dockerfile"
+    argv = ["/usr/bin/docker", "build", "--network", "host", "--secret", f"id=cacert,src={CA}", "-f", str(dockerfile)]
+    seconds = run([*argv, "-t", tag, str(ROOT / "bench")], engine.env)
+    size = image_size(engine, tag)
+    engine.docker("rmi", tag)
     return seconds, size
 
 
 def pulls(registry: Registry, images: list[Image]) -> None:
+    """Into an engine that holds only the images pulled before (the one before the last is removed first: the
+    last pins other libraries, what it can share it shares with the first)."""
     log("pulls into a throwaway engine")
     engine = PullEngine(registry)
     try:
-        for image in images:
+        for index, image in enumerate(images):
+            check_disk()
             repo, tag = image.ref.split("/", 1)[1].rsplit(":", 1)
             image.pulled, image.found = engine.pull(repo, tag, registry.manifest(repo, tag))
+            if 0 < index < len(images) - 1:
+                engine.remove(f"127.0.0.1:5000/{repo}:{tag}")
     finally:
         engine.stop()
     if not host_bridge_intact():
@@ -138,47 +153,43 @@ def pulls(registry: Registry, images: list[Image]) -> None:
 def bench(work: Path) -> dict[str, Any]:
     registry = Registry(work / "registry")
     repo = f"{registry.host}/family/torch"
-    (work / "pip").mkdir()
-    uv_docker, pip_docker = cold_docker(work, secrets.token_hex(4)), cold_docker(work / "pip", secrets.token_hex(4))
-    first = Image("2.14.1", "runtime", "uv")
-    same, other, devel = (
-        Image("2.14.0", "runtime", "uv"),
-        Image("2.13.0", "runtime", "uv"),
-        Image("2.14.1", "devel", "uv"),
-    )
-    pip_first = Image("2.14.1", "runtime", "pip")
-    made: list[str] = []
+    docker = host_network_docker(work)
+    first, pip_first = Image("2.14.1", "runtime", "uv"), Image("2.14.1", "runtime", "pip")
+    same, other = Image("2.14.0", "runtime", "uv"), Image("2.13.0", "runtime", "uv")
+    devel = Image("2.14.1", "devel", "uv")
+    (work / "engine").mkdir()
+    engine = BuildEngine(work / "engine")
     try:
-        tutorial_s, tutorial_size = tutorial(f"torchyard-bench-family/tutorial:{registry.port}")
-        torchyard_build(first, repo, work / "first", uv_docker, cold=True)
-        made.append(first.ref)
-        parts, uv_freeze = payload(first.ref), freeze(first.ref)
-        push(first, registry)
-        torchyard_build(
-            pip_first, f"torchyard-bench-family/pip{registry.port}", work / "pip-first", pip_docker, cold=True
-        )
-        made.append(pip_first.ref)
-        same_freeze = freeze(pip_first.ref) == uv_freeze
-        for image in (same, other, devel):
-            torchyard_build(image, repo, work / f"{image.torch}-{image.flavor}", uv_docker, cold=False)
-            made.append(image.ref)
-            push(image, registry)
-        pulls(registry, [first, same, other])
-        return {
-            "tutorial": {"seconds": tutorial_s, "size": tutorial_size},
-            "images": [asdict(i) for i in (first, pip_first, same, other, devel)],
-            "payload": parts,
-            "base": BASE,
-            "same_pip_freeze": same_freeze,
-            "uv_freeze": uv_freeze,
-        }
+        engine.load(BASE)
+        tutorial_s, tutorial_size = tutorial(engine)
+        engine.forget()  # cold again
+        torchyard_build(engine, pip_first, f"torchyard-bench-family/pip{registry.port}", work / "pip", docker)
+        pip_freeze = freeze(engine, pip_first.ref)
+        remove(engine, pip_first)
+        engine.forget()  # cold again
+        torchyard_build(engine, first, repo, work / "first", docker)
+        parts, uv_freeze = payload(engine, first.ref), freeze(engine, first.ref)
+        push(engine, first, registry)
+        remove(engine, first)
+        for image in (same, other, devel):  # as a publish run builds them: the os stage and downloads cached
+            engine.forget(keep="8gb")  # the least recently used (an earlier image's build stage) goes
+            torchyard_build(engine, image, repo, work / f"{image.torch}-{image.flavor}", docker)
+            push(engine, image, registry)
+            remove(engine, image)
     finally:
-        for ref in made:  # every tag of it (torchyard also tags the alias)
-            inspect = [DOCKER, "image", "inspect", "-f", "{{.Id}}", ref]
-            found = subprocess.run(inspect, capture_output=True, text=True, check=False)
-            if found.returncode == 0:
-                subprocess.run([DOCKER, "rmi", "-f", found.stdout.strip()], capture_output=True, check=False)
+        engine.stop()
+    try:
+        pulls(registry, [first, same, other])
+    finally:
         registry.stop()
+    return {
+        "tutorial": {"seconds": tutorial_s, "size": tutorial_size},
+        "images": [asdict(i) for i in (first, pip_first, same, other, devel)],
+        "payload": parts,
+        "base": BASE,
+        "same_pip_freeze": pip_freeze == uv_freeze,
+        "uv_freeze": uv_freeze,
+    }
 
 
 def main() -> None:

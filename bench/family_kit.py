@@ -2,9 +2,9 @@
 fresh caches, and an engine that has never seen the images, for pulls.
 
 - `Registry`: docker-registry on a free port over a fresh folder. Bytes pushed = what the folder gained.
-- `cold_docker()`: a docker CLI for torchyard (TORCHYARD_DOCKER) that gives every BuildKit cache mount of a build
-  an id of this run (`id=uv-debian12` -> `id=uv-debian12-bench<nonce>`) and adds `--no-cache` while
-  BENCH_NO_CACHE=1: a cold build without pruning the engine's caches, which other people's builds share.
+- `BuildEngine`: a dockerd of the bench's own (data root, bridge, no iptables), so cold means cold (its cache is
+  pruned before each cold build) and nothing of the shared engine's caches, which other people's builds use, is
+  pruned or filled; `host_network_docker()` is the docker CLI torchyard drives it with.
 - `PullEngine`: a throwaway dockerd with its own data root, in a network namespace of its own (a dockerd without
   a bridge deletes the host's docker0 at start; inside its own namespace there is none), next to a second
   docker-registry serving the same storage there. A pull's bytes are the compressed sizes of the layers it did
@@ -97,27 +97,74 @@ class Registry:
         self.proc.wait(timeout=30)
 
 
-def cold_docker(folder: Path, nonce: str) -> Path:
+def host_network_docker(folder: Path) -> Path:
+    """A docker CLI for torchyard (TORCHYARD_DOCKER): its builds run on the host network (the build engine has
+    no bridge with NAT: bench/family_kit.py's BuildEngine)."""
     script = folder / "docker"
     script.write_text(textwrap.dedent(f"""\
         #!/bin/bash
-        # bench/family_kit.py: fresh cache-mount ids for this run; --no-cache while BENCH_NO_CACHE=1
-        if [ "$1" = build ]; then
-          shift
-          args=("$@")
-          for ((i = 0; i < ${{#args[@]}}; i++)); do
-            if [ "${{args[$i]}}" = -f ]; then
-              sed -i -E 's/,id=([A-Za-z0-9._-]+),/,id=\\1-bench{nonce},/g' "${{args[$((i + 1))]}}"
-            fi
-          done
-          extra=()
-          if [ "${{BENCH_NO_CACHE:-}}" = 1 ]; then extra=(--no-cache); fi
-          exec {DOCKER} build "${{extra[@]}}" "${{args[@]}}"
-        fi
+        if [ "$1" = build ]; then shift; exec {DOCKER} build --network host "$@"; fi
         exec {DOCKER} "$@"
         """))  # fmt: skip
     script.chmod(0o755)
     return script
+
+
+class BuildEngine:
+    """A dockerd of the bench's own, in the host's network namespace: cold builds without touching the shared
+    engine's caches, and a build cache the bench may prune. Its bridge is one the bench makes (with `--bridge none`
+    dockerd would delete the host's docker0); no iptables, no NAT: builds use the host network, the smoke suite
+    none."""
+
+    BRIDGE = "tybench0"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.socket = folder / "docker.sock"
+        subprocess.run(["ip", "link", "add", self.BRIDGE, "type", "bridge"], check=True)
+        subprocess.run(["ip", "addr", "add", "10.254.254.1/24", "dev", self.BRIDGE], check=True)
+        argv = ["dockerd", "--data-root", f"{folder}/data", "--exec-root", f"{folder}/exec", "--pidfile",
+                f"{folder}/pid", "-H", f"unix://{self.socket}", "--bridge", self.BRIDGE, "--iptables=false",
+                "--ip6tables=false", "--ip-masq=false", "--ip-forward=false", "--cgroup-parent", "tybench",
+                "--containerd-namespace", "tybuild", "--containerd-plugins-namespace", "tybuild-plugins"]  # fmt: skip
+        with (folder / "dockerd.log").open("w") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        for _ in range(150):
+            if self.socket.exists() and self.docker("version").returncode == 0:
+                return
+            time.sleep(0.2)
+        self.stop()
+        raise SystemExit(f"the bench's dockerd did not start: {folder}/dockerd.log")
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"DOCKER_HOST": f"unix://{self.socket}", "DOCKER_BUILDKIT": "1"}
+
+    def docker(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([DOCKER, *args], env={**os.environ, **self.env}, capture_output=True, text=True,
+                              check=False, timeout=3600)  # fmt: skip
+
+    def load(self, ref: str) -> None:
+        """An image of the shared engine (the base image: no registry can be reached here)."""
+        save = subprocess.Popen([DOCKER, "save", ref], stdout=subprocess.PIPE)
+        subprocess.run([DOCKER, "load"], stdin=save.stdout, env={**os.environ, **self.env}, check=True,
+                       capture_output=True)  # fmt: skip
+        save.wait()
+
+    def forget(self, keep: str | None = None) -> None:
+        """Its build cache (all of it, or down to `keep`, least recently used first) and dangling images."""
+        self.docker("builder", "prune", "-f", *(("--keep-storage", keep) if keep else ("-a",)))
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        subprocess.run(["umount", "-R", str(self.folder / "data")], capture_output=True, check=False)
+        subprocess.run(["ip", "link", "del", self.BRIDGE], capture_output=True, check=False)
+        shutil.rmtree(self.folder / "data", ignore_errors=True)
 
 
 class PullEngine:
@@ -165,6 +212,9 @@ class PullEngine:
         fetched = [short for short, said in status.items() if said == "Pull complete"]
         return sum(sizes[short] for short in fetched), len(sizes) - len(fetched)
 
+    def remove(self, ref: str) -> None:
+        self._docker("rmi", ref)
+
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGTERM)
@@ -181,16 +231,12 @@ def host_bridge_intact() -> bool:
     return subprocess.run(["ip", "link", "show", "docker0"], capture_output=True, check=False).returncode == 0
 
 
-def image_size(ref: str) -> int:
-    argv = [DOCKER, "image", "inspect", "-f", "{{.Size}}", ref]
-    return int(subprocess.run(argv, capture_output=True, text=True, check=True).stdout.strip())
+def image_size(engine: BuildEngine, ref: str) -> int:
+    return int(engine.docker("image", "inspect", "-f", "{{.Size}}", ref).stdout.strip())
 
 
-def history(ref: str) -> list[tuple[int, str]]:
+def history(engine: BuildEngine, ref: str) -> list[tuple[int, str]]:
     """(bytes, created by) of each history entry, oldest first."""
-    out = subprocess.run(
-        [DOCKER, "history", "--no-trunc", "--human=false", "--format", "{{json .}}", ref],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    out = engine.docker("history", "--no-trunc", "--human=false", "--format", "{{json .}}", ref).stdout
     rows = [json.loads(line) for line in out.splitlines()]
     return [(int(r["Size"]), r["CreatedBy"]) for r in reversed(rows)]
