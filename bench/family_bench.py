@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -37,13 +38,17 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # builder.stage_times, run from a checkout
 from family_kit import BuildEngine, PullEngine, Registry, history, host_bridge_intact, host_network_docker, image_size
+
+from builder.stage_times import StageTimes
 
 ROOT = Path(__file__).resolve().parents[1]
 CA = os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt")
 FLAGS = ("--os", "debian12", "--python", "3.11", "--any-host")
 BASE = "debian:bookworm-slim"
-MIN_FREE = 12e9  # a torch build holds about 12 GB (its build stage and the image's layers) until pruned
+MIN_FREE = 18e9  # a torch build holds about 12 GB (its build stage and the image's layers) until pruned
+WATCH = 5e9
 
 
 @dataclass
@@ -72,10 +77,20 @@ def check_disk() -> None:
 
 
 def run(argv: list[str], env: dict[str, str] | None = None) -> float:
+    """The command's wall time. The disk is shared: below WATCH free bytes the command is killed (and the bench
+    stops, removing what it made) rather than filling it for everyone."""
     start = time.monotonic()
-    done = subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(argv)}\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)  # fmt: skip
+        while proc.poll() is None:
+            if shutil.disk_usage("/").free < WATCH:
+                os.killpg(proc.pid, signal.SIGKILL)
+                raise SystemExit(f"stopped: under {WATCH / 1e9:.0f} GB free on / while running {' '.join(argv[:6])}")
+            time.sleep(2)
+        if proc.returncode != 0:
+            out.seek(0)
+            raise SystemExit(f"failed: {' '.join(argv)}\n{out.read()[-6000:]}")
     return time.monotonic() - start
 
 
@@ -139,7 +154,9 @@ def pulls(registry: Registry, images: list[Image]) -> None:
     engine = PullEngine(registry)
     try:
         for index, image in enumerate(images):
-            check_disk()
+            if index == len(images) - 1 and shutil.disk_usage("/").free < MIN_FREE:
+                log("not enough disk left for the last pull: left out")
+                break
             repo, tag = image.ref.split("/", 1)[1].rsplit(":", 1)
             image.pulled, image.found = engine.pull(repo, tag, registry.manifest(repo, tag))
             if 0 < index < len(images) - 1:
@@ -150,30 +167,60 @@ def pulls(registry: Registry, images: list[Image]) -> None:
         raise SystemExit("the host's docker0 is gone: recreate it (docs/benchmarks.md) and report this")
 
 
+def pip_build_stage(engine: BuildEngine, torch: str, out: Path) -> tuple[float, dict[str, float], list[str]]:
+    """`--installer pip`, cold, as far as the manifests stage (the build stage and what it found): the installers
+    differ there only, and a whole second image would not fit the disk beside the family."""
+    check_disk()
+    log(f"{torch} with --installer pip, cold, up to the manifests stage")
+    render = [sys.executable, "-m", "builder", "render", "--torch", torch, *FLAGS, "--installer", "pip", "-o", str(out)]
+    run([*render, "--force"], {"PIP_CERT": CA})
+    tag = "torchyard-bench-family/pip:manifests"
+    argv = ["/usr/bin/docker", "build", "--progress=plain", "--network", "host", "--secret", f"id=cacert,src={CA}",
+            "--target", "manifests", "-t", tag, str(out)]  # fmt: skip
+    log_file = out / "build.log"
+    seconds = run(["bash", "-c", f'"$@" >{log_file} 2>&1', "build", *argv], engine.env)
+    times = StageTimes()
+    for line in log_file.read_text().splitlines():
+        times.feed(line)
+    manifest = json.loads(engine.docker("run", "--rm", "--entrypoint", "cat", tag,
+                                        "/opt/torchyard/manifests/manifest-runtime.json").stdout)  # fmt: skip
+    engine.docker("rmi", tag)
+    return seconds, times.stages(), packages(manifest)
+
+
+def packages(manifest: dict[str, Any]) -> list[str]:
+    """What the build installed (`name==version` from the manifest's layers), without the installer itself:
+    the uv venv gets the newest pip, the pip venv keeps the one python3-venv ships (pip freeze omits it too)."""
+    found = [p for layer in manifest["layers"] for p in layer["packages"]]
+    return sorted(p for p in found if not p.startswith("pip=="))
+
+
 def bench(work: Path) -> dict[str, Any]:
     registry = Registry(work / "registry")
     repo = f"{registry.host}/family/torch"
     docker = host_network_docker(work)
-    first, pip_first = Image("2.14.1", "runtime", "uv"), Image("2.14.1", "runtime", "pip")
+    first, devel = Image("2.14.1", "runtime", "uv"), Image("2.14.1", "devel", "uv")
     same, other = Image("2.14.0", "runtime", "uv"), Image("2.13.0", "runtime", "uv")
-    devel = Image("2.14.1", "devel", "uv")
     (work / "engine").mkdir()
     engine = BuildEngine(work / "engine")
+    kept: dict[str, bool] = {}
     try:
         engine.load(BASE)
         tutorial_s, tutorial_size = tutorial(engine)
         engine.forget()  # cold again
-        torchyard_build(engine, pip_first, f"torchyard-bench-family/pip{registry.port}", work / "pip", docker)
-        pip_freeze = freeze(engine, pip_first.ref)
-        remove(engine, pip_first)
+        pip_s, pip_stages, pip_packages = pip_build_stage(engine, first.torch, work / "pip")
         engine.forget()  # cold again
         torchyard_build(engine, first, repo, work / "first", docker)
-        parts, uv_freeze = payload(engine, first.ref), freeze(engine, first.ref)
+        parts = payload(engine, first.ref)
+        manifest = json.loads(engine.docker("run", "--rm", "--entrypoint", "cat", first.ref,
+                                            "/etc/torchyard/manifest.json").stdout)  # fmt: skip
+        torchyard_build(engine, devel, repo, work / "first", docker)  # beside it: the sizes
         push(engine, first, registry)
-        remove(engine, first)
-        for image in (same, other, devel):  # as a publish run builds them: the os stage and downloads cached
-            engine.forget(keep="8gb")  # the least recently used (an earlier image's build stage) goes
-            torchyard_build(engine, image, repo, work / f"{image.torch}-{image.flavor}", docker)
+        for image in (first, devel):
+            remove(engine, image)
+        for image in (same, other):  # as a publish run builds them: on the os stage the first one built
+            kept[image.torch] = engine.forget(keep_stage=(work / "first", "os"))
+            torchyard_build(engine, image, repo, work / image.torch, docker)
             push(engine, image, registry)
             remove(engine, image)
     finally:
@@ -182,13 +229,21 @@ def bench(work: Path) -> dict[str, Any]:
         pulls(registry, [first, same, other])
     finally:
         registry.stop()
+    uv_packages = packages(manifest)
     return {
         "tutorial": {"seconds": tutorial_s, "size": tutorial_size},
-        "images": [asdict(i) for i in (first, pip_first, same, other, devel)],
+        "images": [asdict(i) for i in (first, same, other, devel)],
+        "pip": {
+            "seconds": pip_s,
+            "stages": pip_stages,
+            "same_packages": pip_packages == uv_packages,
+            "only_pip": sorted(set(pip_packages) - set(uv_packages)),
+            "only_uv": sorted(set(uv_packages) - set(pip_packages)),
+        },
+        "uv_packages": uv_packages,
+        "os_stage_kept": kept,
         "payload": parts,
         "base": BASE,
-        "same_pip_freeze": pip_freeze == uv_freeze,
-        "uv_freeze": uv_freeze,
     }
 
 

@@ -151,9 +151,21 @@ class BuildEngine:
                        capture_output=True)  # fmt: skip
         save.wait()
 
-    def forget(self, keep: str | None = None) -> None:
-        """Its build cache (all of it, or down to `keep`, least recently used first) and dangling images."""
-        self.docker("builder", "prune", "-f", *(("--keep-storage", keep) if keep else ("-a",)))
+    def forget(self, keep_stage: tuple[Path, str] | None = None) -> bool:
+        """Prune its build cache: all of it, or all but one stage of a Dockerfile (`keep_stage`: the context and
+        the stage, built again first so its records are the recently used ones). True when the stage stayed
+        cached through the prune (the next build reuses it, as a publish run reuses its os stage)."""
+        if keep_stage is None:
+            self.docker("builder", "prune", "-af")
+            return False
+        context, stage = keep_stage
+        self._stage(context, stage)  # its records: used just now
+        self.docker("builder", "prune", "-af", "--filter", "until=20s")  # what was not used in the last 20 s
+        return "CACHED" in self._stage(context, stage)
+
+    def _stage(self, context: Path, stage: str) -> str:
+        done = self.docker("build", "--progress=plain", "--network", "host", "--target", stage, str(context))
+        return done.stdout + done.stderr
 
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):

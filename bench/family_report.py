@@ -16,20 +16,26 @@ def _stages(stages: dict[str, float]) -> str:
     return ", ".join(f"{name} {seconds:.0f} s" for name, seconds in stages.items() if seconds >= 0.5)
 
 
+def _differ(pip: dict[str, Any]) -> str:
+    return "" if pip["same_packages"] else f"; only with pip: {pip['only_pip']}, only with uv: {pip['only_uv']}"
+
+
 def markdown(r: dict[str, Any]) -> str:
-    first, pip_first, same, other, devel = (dict(i) for i in r["images"])
+    first, same, other, devel = (dict(i) for i in r["images"])
+    pip = r["pip"]
     tut = r["tutorial"]
     part = r["payload"]
     cold = first["seconds"] / tut["seconds"]
     payload = part["base"] + part["apt"] + part["venv"]
     lines = [
-        "Command: `sudo .venv/bin/python bench/family_bench.py --markdown` (cold: `--no-cache` and cache mounts of "
-        "the run's own; the family after the first image as a publish run builds it).",
+        "Command: `sudo .venv/bin/python bench/family_bench.py --markdown` (cold: in the bench's own dockerd, its "
+        "cache pruned before; the family after the first image on the os stage the first one built, as a publish "
+        "run builds it).",
         "",
         "| image | build (with smoke) | size | compressed | pushed | pushed / compressed | pull after the ones above |",
         "|---|---|---|---|---|---|---|",
     ]
-    for image, note in ((first, "first, cold"), (same, "same NVIDIA pins"), (other, "other cuDNN/NCCL"), (devel, "")):
+    for image, note in ((first, "first, cold"), (same, "same NVIDIA pins"), (other, "other cuDNN/NCCL")):
         pulled = (
             ""
             if image["pulled"] is None
@@ -50,14 +56,16 @@ def markdown(r: dict[str, Any]) -> str:
         f"{pull_ratio:.1%} ({_verdict(pull_ratio, GOALS['pull'])}).",
         f"- Cold build: torchyard {first['seconds']:.0f} s (smoke suite included) / tutorial {tut['seconds']:.0f} s "
         f"= {cold:.2f} (goal <= 0.8: {_verdict(cold, GOALS['cold'])}). Stages: {_stages(first['stages'])}.",
-        f"- The same image with `--installer pip`, cold: {pip_first['seconds']:.0f} s. Stages: "
-        f"{_stages(pip_first['stages'])}. `pip freeze` the same in both: {'yes' if r['same_pip_freeze'] else 'NO'} "
-        f"({len(r['uv_freeze'])} distributions).",
+        f"- `--installer pip`, cold, up to the same point of the build (its build stage): {pip['seconds']:.0f} s "
+        f"({_stages(pip['stages'])}), against uv's build stage {first['stages'].get('build', 0):.0f} s and "
+        f"{first['stages'].get('uv', 0):.0f} s for uv itself. The same distributions, versions included: "
+        f"{'yes' if pip['same_packages'] else 'NO'} ({len(r['uv_packages'])}, pip itself aside{_differ(pip)}).",
+        f"- The os stage stayed cached for the following images: {r['os_stage_kept']}.",
         f"- Size: {first['size'] / GB:.2f} GB = {size_ratio:.3f} x (base {part['base'] / MB:.0f} MB + os packages "
         f"{part['apt'] / MB:.0f} MB + venv {part['venv'] / GB:.2f} GB by du; the venv's layers "
         f"{part['venv_layers'] / GB:.2f} GB) (goal <= 1.02: {_verdict(size_ratio, GOALS['size'])}); the tutorial "
         f"image {tut['size'] / GB:.2f} GB.",
         f"- devel / runtime: {devel['size'] / GB:.2f} GB / {first['size'] / GB:.2f} GB = "
-        f"{devel['size'] / first['size']:.2f}; devel pushed {devel['pushed'] / MB:,.0f} MB after the runtime.",
+        f"{devel['size'] / first['size']:.2f}.",
     ]
     return "\n".join(lines)
