@@ -70,10 +70,10 @@ def log(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
 
 
-def check_disk() -> None:
+def check_disk(need: float = MIN_FREE) -> None:
     free = shutil.disk_usage("/").free
-    if free < MIN_FREE:
-        raise SystemExit(f"only {free / 1e9:.1f} GB free on /: the bench needs {MIN_FREE / 1e9:.0f} GB to go on")
+    if free < need:
+        raise SystemExit(f"only {free / 1e9:.1f} GB free on /: the bench needs {need / 1e9:.0f} GB to go on")
 
 
 def run(argv: list[str], env: dict[str, str] | None = None) -> float:
@@ -94,8 +94,10 @@ def run(argv: list[str], env: dict[str, str] | None = None) -> float:
     return time.monotonic() - start
 
 
-def torchyard_build(engine: BuildEngine, image: Image, repo: str, out: Path, docker: Path) -> None:
-    check_disk()
+def torchyard_build(
+    engine: BuildEngine, image: Image, repo: str, out: Path, docker: Path, need: float = MIN_FREE
+) -> None:
+    check_disk(need)
     argv = [sys.executable, "-m", "builder", "build", "--torch", image.torch, *FLAGS, "--installer", image.installer,
             "--target", image.flavor, "--repo", repo, "-o", str(out), "--force"]  # fmt: skip
     log(f"torchyard build {image.torch} {image.flavor} ({image.installer})")
@@ -201,50 +203,55 @@ def bench(work: Path) -> dict[str, Any]:
     docker = host_network_docker(work)
     first, devel = Image("2.14.1", "runtime", "uv"), Image("2.14.1", "devel", "uv")
     same, other = Image("2.14.0", "runtime", "uv"), Image("2.13.0", "runtime", "uv")
+    images = (first, same, other, devel)
     (work / "engine").mkdir()
     engine = BuildEngine(work / "engine")
     kept: dict[str, bool] = {}
+    results: dict[str, Any] = {"base": BASE, "os_stage_kept": kept}
     try:
         engine.load(BASE)
         tutorial_s, tutorial_size = tutorial(engine)
+        results["tutorial"] = {"seconds": tutorial_s, "size": tutorial_size}
+        save(work, results)
         engine.forget()  # cold again
         pip_s, pip_stages, pip_packages = pip_build_stage(engine, first.torch, work / "pip")
+        results["pip"] = {"seconds": pip_s, "stages": pip_stages}
+        save(work, results)
         engine.forget()  # cold again
         torchyard_build(engine, first, repo, work / "first", docker)
-        parts = payload(engine, first.ref)
+        engine.forget_downloads()
+        results["payload"] = payload(engine, first.ref)
         manifest = json.loads(engine.docker("run", "--rm", "--entrypoint", "cat", first.ref,
                                             "/etc/torchyard/manifest.json").stdout)  # fmt: skip
-        torchyard_build(engine, devel, repo, work / "first", docker)  # beside it: the sizes
+        uv_packages = packages(manifest)
+        results["uv_packages"] = uv_packages
+        results["pip"] |= {"same_packages": pip_packages == uv_packages,
+                           "only_pip": sorted(set(pip_packages) - set(uv_packages)),
+                           "only_uv": sorted(set(uv_packages) - set(pip_packages))}  # fmt: skip
+        torchyard_build(engine, devel, repo, work / "first", docker, need=6e9)  # on the first's layers: sizes
         push(engine, first, registry)
         for image in (first, devel):
             remove(engine, image)
+        save(work, results | {"images": [asdict(i) for i in images]})
         for image in (same, other):  # as a publish run builds them: on the os stage the first one built
             kept[image.torch] = engine.forget(keep_stage=(work / "first", "os"))
-            torchyard_build(engine, image, repo, work / image.torch, docker)
+            torchyard_build(engine, image, repo, work / image.torch, docker, need=16e9)
+            engine.forget_downloads()
             push(engine, image, registry)
             remove(engine, image)
+            save(work, results | {"images": [asdict(i) for i in images]})
     finally:
         engine.stop()
     try:
         pulls(registry, [first, same, other])
     finally:
         registry.stop()
-    uv_packages = packages(manifest)
-    return {
-        "tutorial": {"seconds": tutorial_s, "size": tutorial_size},
-        "images": [asdict(i) for i in (first, same, other, devel)],
-        "pip": {
-            "seconds": pip_s,
-            "stages": pip_stages,
-            "same_packages": pip_packages == uv_packages,
-            "only_pip": sorted(set(pip_packages) - set(uv_packages)),
-            "only_uv": sorted(set(uv_packages) - set(pip_packages)),
-        },
-        "uv_packages": uv_packages,
-        "os_stage_kept": kept,
-        "payload": parts,
-        "base": BASE,
-    }
+    return results | {"images": [asdict(i) for i in images]}
+
+
+def save(work: Path, results: dict[str, Any]) -> None:
+    """What is measured so far, beside the work folder: a run stopped half way keeps it."""
+    (work.parent / f"{work.name}.json").write_text(json.dumps(results, indent=2) + "\n")
 
 
 def main() -> None:

@@ -163,6 +163,10 @@ class BuildEngine:
         self.docker("builder", "prune", "-af", "--filter", "until=20s")  # what was not used in the last 20 s
         return "CACHED" in self._stage(context, stage)
 
+    def forget_downloads(self) -> None:
+        """The cache mounts (uv keeps the unpacked wheels: GBs): the disk is shared, later builds download again."""
+        self.docker("builder", "prune", "-f", "--filter", "type=exec.cachemount")
+
     def _stage(self, context: Path, stage: str) -> str:
         done = self.docker("build", "--progress=plain", "--network", "host", "--target", stage, str(context))
         return done.stdout + done.stderr

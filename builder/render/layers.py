@@ -109,9 +109,9 @@ def layer_plan(c: Combination) -> LayerPlan:
         )
     )
     if v.cuda is not None and v.cudnn is not None:
-        groups.append(_library("cudnn", CUDNN_DIST, f"cuDNN {v.cudnn}", str(v.cudnn)))
+        groups.append(_library("cudnn", CUDNN_DIST, f"cuDNN {v.cudnn}: nvidia-cudnn-cu{v.cuda.major}", str(v.cudnn)))
     if v.cuda is not None and v.nccl is not None:
-        groups.append(_library("nccl", NCCL_DIST, f"NCCL {v.nccl}", str(v.nccl)))
+        groups.append(_library("nccl", NCCL_DIST, f"NCCL {v.nccl}: nvidia-nccl-cu{v.cuda.major}", str(v.nccl)))
     groups += [
         LayerGroup(name="torch", select="dist", match="torch", closure=False, rule="torch", pin=str(c.torch.version)),
         LayerGroup(name="packages", select="rest", rule="torchvision, torchaudio and every other distribution"),
@@ -120,7 +120,7 @@ def layer_plan(c: Combination) -> LayerPlan:
 
 
 def _library(name: str, dist: str, what: str, version: str) -> LayerGroup:
-    return LayerGroup(name=name, select="dist", match=dist, rule=f"{what}: the {dist} wheel torch pins", pin=version)
+    return LayerGroup(name=name, select="dist", match=dist, rule=f"{what}, as torch pins it", pin=version)
 
 
 def canonical(name: str) -> str:
