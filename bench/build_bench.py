@@ -102,7 +102,7 @@ def bench_torchyard(torch: str) -> dict[str, float]:
     parts = layers(ref)
     base = sum(s for s, created in parts if "ADD file" in created or created == "" or "import" in created.lower())
     apt = sum(s for s, created in parts if "apt-get" in created)
-    venv = sum(s for s, created in parts if "/opt/venv" in created and "COPY" in created)
+    venv = sum(s for s, created in parts if "COPY" in created and ("/opt/venv" in created or "/layers/" in created))
     return {
         "cold_s": cold,
         "warm_torchyard_s": warm_skip,

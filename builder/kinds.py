@@ -49,6 +49,13 @@ class Strategy(StrEnum):
     CUDA_BASE = "cuda-base"
 
 
+class Installer(StrEnum):
+    """What installs the venv: uv (faster, parallel) or pip; the same constraints, secrets and caches."""
+
+    UV = "uv"
+    PIP = "pip"
+
+
 class Platform(StrEnum):
     """An OCI platform torch publishes Linux wheels for (Docker's names)."""
 

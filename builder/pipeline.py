@@ -20,6 +20,7 @@ from builder.progress import BuildProgress, Mode
 from builder.redact import redact
 from builder.registry import Registry
 from builder.render.context import cuda_home
+from builder.stage_times import StageTimes
 from builder.suite import SmokeOptions, SmokeReport, run_smoke
 from builder.verify import check_extension_code, check_labels, check_tag
 
@@ -54,6 +55,7 @@ class Outcome:
     smoke: SmokeReport | None = None
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)  # seconds per Dockerfile stage, and the smoke suite
 
 
 def build(
@@ -144,12 +146,14 @@ def _build_and_verify(
     start = time.monotonic()
     log_path = settings.out_dir / f"build-{name}.log"
     progress = BuildProgress(name, log, settings.progress)
+    times = StageTimes()
     # line-buffered: `tail -f` follows the build
     with log_path.open("w", buffering=1) as build_log, progress:
 
         def on_line(line: str) -> None:
             line = redact(line)
             build_log.write(line + "\n")
+            times.feed(line)
             if settings.verbose:
                 log(f"[{name}] {line}")
             else:
@@ -167,11 +171,14 @@ def _build_and_verify(
         log(f"[{name}] building (log: {log_path})")
         outcome.image_id = engine.build(request, on_line)
     outcome.seconds = time.monotonic() - start
+    outcome.stages = times.stages()
     image = engine.inspect(outcome.image_id)
     if image is None:
         raise BuildError(f"[{name}] the engine lost the image it just built ({outcome.image_id})")
     check_labels(plan, target, image)
+    smoke_start = time.monotonic()
     outcome.smoke = _smoke(engine, plan, target, settings, outcome, log)
+    outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
     check_tag(plan, target, outcome.smoke.observed)
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = cuda_home(plan.combination, plan.strategy) or "/usr/local/cuda"

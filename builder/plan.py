@@ -20,6 +20,7 @@ from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx
 from builder.render.dockerfile_context import dockerfile_context
+from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT, layer_plan
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
 from builder.render.pinning import pinned
@@ -31,6 +32,7 @@ from builder.smoke.manifest import Manifest
 from builder.tags import ImageTags, extras_id, image_tags
 
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
+SPLIT_SOURCE = Path(__file__).resolve().parent / "image" / "venv_layers.py"
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
@@ -153,6 +155,7 @@ def _target(
         nvidia_require_cuda=dict(env).get("NVIDIA_REQUIRE_CUDA"),
         immutable_tag=tags.immutable,
         extensions=tuple(e.name for e in options.extensions),
+        layers=layer_plan(c).manifest_layers(),
     ).with_values(c.stack())
     return TargetPlan(flavor=flavor, tags=tags, labels=labels, manifest=manifest)
 
@@ -160,7 +163,11 @@ def _target(
 def _context_files(
     c: Combination, options: RenderOptions, targets: tuple[TargetPlan, ...]
 ) -> tuple[tuple[str, bytes], ...]:
-    files: dict[str, bytes] = {"constraints.txt": ctx.constraints(c).encode()}
+    files: dict[str, bytes] = {
+        "constraints.txt": ctx.constraints(c).encode(),
+        PLAN_FILE: layer_plan(c).to_json().encode(),
+        SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
+    }
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
     if options.requirements is not None:

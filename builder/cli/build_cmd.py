@@ -18,6 +18,7 @@ from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_request, plan_json, tag_refs
 from builder.progress import mode_for
 from builder.provenance import provenance_labels
+from builder.stage_times import describe
 
 
 @click.command("build")
@@ -70,6 +71,7 @@ def build_cmd(
     )
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
+    (out_dir / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
     _summary(outcomes)
 
 
@@ -103,6 +105,23 @@ def _dry_run(
 def _summary(outcomes: list[Outcome]) -> None:
     click.echo("")
     for o in outcomes:
-        detail = f"{o.seconds:.0f}s" if o.status is Status.BUILT else ""
+        detail = f"{o.seconds:.0f}s ({describe(o.stages)})" if o.status is Status.BUILT else ""
         pushed = f", pushed {len(o.pushed)} tag(s)" if o.pushed else ""
         click.echo(f"{o.flavor.value:8} {o.status:11} {o.ref} {detail}{pushed}")
+
+
+def build_report(outcomes: list[Outcome]) -> dict[str, Any]:
+    """<out>/build-report.json: per target its status, the build's wall time and each stage's (docs/schemas.md)."""
+    return {
+        "schema": 1,
+        "targets": {
+            o.flavor.value: {
+                "ref": o.ref,
+                "status": o.status.value,
+                "seconds": round(o.seconds, 1),
+                "stages": o.stages,
+                "pushed": o.pushed,
+            }
+            for o in outcomes
+        },
+    }

@@ -13,7 +13,7 @@ from builder import env
 from builder.errors import UsageError
 from builder.extension_dir import check_extension_dir
 from builder.files import read_text
-from builder.kinds import Strategy, parse_choice
+from builder.kinds import Installer, Strategy, parse_choice
 from builder.matrix import Matrix
 from builder.matrix.lock import BaseLock, lock_path, read_lock
 from builder.redact import redact
@@ -67,6 +67,13 @@ _OPTIONS = (
         show_default=True,
         metavar="wheels|cuda-base",
         help="CUDA from torch's nvidia-* wheels on any OS base, or FROM the matching nvidia/cuda image.",
+    ),
+    click.option(
+        "--installer",
+        default=RenderOptions.installer.value,
+        show_default=True,
+        metavar="uv|pip",
+        help="What installs the venv (uv: parallel downloads and installs; the same constraints and secrets).",
     ),
     click.option("--pip", "extra_pip", multiple=True, metavar="REQ", help="Extra pip requirement (repeatable)."),
     click.option(
@@ -126,6 +133,7 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
     )
     return RenderOptions(
         strategy=parse_choice(Strategy, kwargs.pop("strategy"), "--strategy"),
+        installer=parse_choice(Installer, kwargs.pop("installer"), "--installer"),
         archs=tuple(known_arch(m, a) for a in archs),
         extra_pip=tuple(kwargs.pop("extra_pip")),
         requirements=_read(kwargs.pop("requirements")),

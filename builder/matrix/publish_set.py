@@ -16,7 +16,7 @@ from packaging.specifiers import SpecifierSet
 from builder import safety
 from builder.archs import Arch
 from builder.errors import RenderError
-from builder.kinds import Flavor, Strategy, did_you_mean
+from builder.kinds import Flavor, Installer, Strategy, did_you_mean
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
 
@@ -31,6 +31,7 @@ _KEYS = (
     "os",
     "flavors",
     "strategy",
+    "installer",
     "archs",
     "pip",
     "require_archs",
@@ -47,6 +48,7 @@ class PublishEntry:
     os: tuple[str, ...]
     flavors: tuple[Flavor, ...]
     strategy: Strategy
+    installer: Installer | None  # None: render's default (--installer)
     archs: tuple[Arch, ...]  # custom architecture list for compiled code; () = torch's own
     pip: tuple[str, ...]
     require_archs: tuple[Arch, ...]  # GPUs the images must carry code for, checked in the built image
@@ -75,6 +77,7 @@ def _entry(e: Entry) -> PublishEntry:
         os=e.get("os", r.text_list),
         flavors=e.get("flavors", _choices(Flavor), tuple(Flavor)),
         strategy=e.get("strategy", _choice(Strategy), Strategy.WHEELS),
+        installer=e.get("installer", _optional(_choice(Installer)), None),
         archs=e.get("archs", r.arch_list, ()),
         pip=e.get("pip", r.text_list, ()),
         require_archs=e.get("require_archs", r.arch_list, ()),
@@ -113,6 +116,10 @@ def _choice(kind: type[E]) -> Callable[[Any], E]:
             raise ValueError(f"{text!r} is not one of {', '.join(allowed)}{did_you_mean(text, allowed)}")
         return kind(text)
 
+    return convert
+
+
+def _optional(convert: Callable[[Any], E]) -> Callable[[Any], E | None]:
     return convert
 
 

@@ -73,6 +73,7 @@ def expand(
     for entry in m.publish:
         options = RenderOptions(
             strategy=entry.strategy,
+            installer=entry.installer or RenderOptions.installer,
             archs=entry.archs,
             extra_pip=entry.pip,
             family_labels=entry.labels,

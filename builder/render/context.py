@@ -12,6 +12,8 @@ from builder.archs import Arch
 from builder.errors import RenderError
 from builder.kinds import Flavor, Strategy
 from builder.matrix.model import CudaImage, Matrix
+from builder.render.layers import LABEL as LAYERS_LABEL
+from builder.render.layers import layer_plan
 from builder.render.nvidia import image_tag, require_cuda, select_image
 from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
@@ -29,6 +31,10 @@ NVCC_EXTRAS = "nvcc,cudart,cccl,crt,nvvm"
 # cuobjdump reads the cubins of any older CUDA 13 release; PyPI's oldest CUDA 13 build is 13.2.51
 # (https://pypi.org/project/nvidia-cuda-cuobjdump/#history), so devel images take this one.
 CUOBJDUMP_PIP = "nvidia-cuda-cuobjdump==13.5.37"
+# uv, the installer of --installer uv: a tool pinned like the toolkit wheels, from PyPI
+# (https://pypi.org/project/uv/0.13.9/, uploaded 2026-11-17). A stage of its own installs it with pip; the
+# other stages bind-mount its binary, so no image holds it.
+UV_PIP = "uv==0.13.9"
 # setuptools builds wheels itself (bdist_wheel) from 70.1 on. The venvs of the OS Pythons (Debian 12:
 # pip 23.0.1, setuptools 66.1.1, no `wheel`) and of python:3.11 images carry older ones, with which
 # `pip wheel --no-build-isolation` of a torch extension fails: "invalid command 'bdist_wheel'".
@@ -135,7 +141,8 @@ def compiler_packages(c: Combination, system_python: bool) -> list[str]:
 
 
 def build_packages(system_python: bool) -> list[str]:
-    return ["python3-venv"] if system_python else []
+    """What the build stages (FROM the base image, beside the os stage) install: the OS's Python and venv."""
+    return ["python3", "python3-venv"] if system_python else []
 
 
 def toolchain_packages(system_python: bool) -> list[str]:
@@ -243,6 +250,7 @@ def labels(
         "io.torchyard.min-driver": min_driver or "none",
         "io.torchyard.strategy": strategy.value,
         "io.torchyard.flavor": flavor.value,
+        LAYERS_LABEL: layer_plan(c).label(),
     }
     ours |= dict(options.family_labels)  # checked when matrix.toml was read
     for key, value in options.labels:

@@ -9,6 +9,7 @@ from builder import __version__, safety
 from builder.archs import Arch
 from builder.kinds import Flavor, Strategy
 from builder.render import context as ctx
+from builder.render.layers import LayerPlan, layer_plan
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -60,6 +61,11 @@ def dockerfile_context(
         "build_packages": ctx.build_packages(bases.system_python),
         "toolchain_packages": ctx.toolchain_packages(bases.system_python),
         "torch_index": ctx.torch_index(c, options),
+        "installer": options.installer.value,
+        "uv_pip": ctx.UV_PIP,
+        "venv_layers": [f"{i:02d}" for i in range(len(layer_plan(c).slots()))],
+        "layer_summary": layer_summary(layer_plan(c)),
+        "manifest_files": [f"manifest-{flavor.value}.json" for flavor in Flavor if flavor in labels],
         "extra_pip": [ctx.unpinned(c, "--pip", p) for p in options.extra_pip],
         "requirements": options.requirements is not None,
         "nvcc": bool(nvcc) or (options.strategy is Strategy.CUDA_BASE and v.cuda is not None),
@@ -79,3 +85,13 @@ def _extension_context(e: Extension) -> dict[str, str]:
         return {"name": e.name, "context_path": f"ext/{e.name}", "pip_arg": f"/opt/torchyard/src/{e.name}"}
     requirement = safety.check("--extension", e.spec, safety.PIP_REQUIREMENT, "flash-attn==2.7.4")
     return {"name": e.name, "context_path": "constraints.txt", "pip_arg": f"'{requirement}'"}
+
+
+def layer_summary(plan: LayerPlan) -> str:
+    """`00 venv, 01-04 cuda-runtime, ...`: the Dockerfile's comment over the venv's COPY lines."""
+    parts, index = [], 0
+    for group in plan.groups:
+        last = index + group.slots - 1
+        parts.append(f"{index:02d}{f'-{last:02d}' if last > index else ''} {group.name}")
+        index = last + 1
+    return ", ".join(parts)

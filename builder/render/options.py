@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from builder.archs import Arch
-from builder.kinds import Strategy
+from builder.kinds import Installer, Strategy
 from builder.matrix.lock import BaseLock
 from builder.render.network import Network
 
@@ -23,6 +23,7 @@ class Extension:
 @dataclass(frozen=True, kw_only=True)
 class RenderOptions:
     strategy: Strategy = Strategy.WHEELS
+    installer: Installer = Installer.UV  # what installs the venv (--installer)
     archs: tuple[Arch, ...] = ()  # empty: the torch build's own SASS list
     extra_pip: tuple[str, ...] = ()
     requirements: str | None = None  # content of a requirements file

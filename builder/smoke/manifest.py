@@ -37,6 +37,30 @@ STACK_KEYS: tuple[str, ...] = tuple(name for name, _ in STACK)
 M = TypeVar("M", bound="Manifest")
 
 
+@dataclass(frozen=True)
+class ManifestLayer:
+    """One layer of the image's venv, in image order: its name, what it holds by rule (the plan), and the
+    distributions the build found for it (`name==version`; empty in the plan, filled in the image)."""
+
+    name: str
+    rule: str = ""
+    packages: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rule": self.rule, "packages": list(self.packages)}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ManifestLayer | None:
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return None
+        return cls(str(data["name"]), str(data.get("rule") or ""), _texts(data.get("packages")))
+
+
+def _layers(value: object) -> tuple[ManifestLayer, ...]:
+    found = [ManifestLayer.from_dict(item) for item in value] if isinstance(value, list) else []
+    return tuple(layer for layer in found if layer is not None)
+
+
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
@@ -69,6 +93,8 @@ class Manifest:
     nvidia_require_cuda: str | None = None
     immutable_tag: str | None = None
     extensions: tuple[str, ...] = ()
+    # The venv's layers, most shared first (docs/render.md). Not compared: the plan's have no packages yet.
+    layers: tuple[ManifestLayer, ...] = field(default=(), compare=False)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)  # keys this version does not know
 
     def stack(self) -> dict[str, str | None]:
@@ -79,6 +105,8 @@ class Manifest:
         for item in fields(self):
             if item.name != "extra":
                 value = getattr(self, item.name)
+                if item.name == "layers":
+                    value = tuple(layer.to_dict() for layer in value)
                 data[item.name] = list(value) if isinstance(value, tuple) else value
         return data
 
@@ -92,6 +120,8 @@ class Manifest:
         for name in known & set(data):
             if name in ("arch_list", "extensions"):
                 values[name] = _texts(data[name])
+            elif name == "layers":
+                values[name] = _layers(data[name])
             elif name == "schema":
                 values[name] = int(data[name]) if str(data[name]).isdigit() else SCHEMA
             else:

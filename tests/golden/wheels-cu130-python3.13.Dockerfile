@@ -32,11 +32,13 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
     rm -f /etc/apt/apt.conf.d/99torchyard-ca
 WORKDIR /workspace
 
-# ---- build: a virtual environment with torch, torchvision, torchaudio pinned exactly --------------
-FROM os AS build
+# ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
+FROM python:3.13-slim-bookworm AS uv
+ARG APT_MIRROR=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-RUN python3 -m venv /opt/venv
-COPY constraints.txt /opt/torchyard/constraints.txt
+ENV LANG=C.UTF-8 \
+    LC_ALL=C.UTF-8 \
+    PYTHONDONTWRITEBYTECODE=1
 RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
@@ -44,14 +46,57 @@ RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore; \
     if [ -s /run/secrets/cacert ]; then export PIP_CERT=/run/secrets/cacert; fi; \
     if [ -s /run/secrets/pipconf ]; then export PIP_CONFIG_FILE=/run/secrets/pipconf; fi; \
-    /opt/venv/bin/pip install \
-      -c /opt/torchyard/constraints.txt torch torchvision torchaudio
+    python3 -m venv /opt/uv; \
+    /opt/uv/bin/pip install --no-compile 'uv==0.13.9'
+
+# ---- build: torch, torchvision, torchaudio pinned exactly, sorted into one tree per venv layer -------------
+# venv_layers.py compiles the bytecode, moves each distribution to /layers/NN by what pins it (venv-layers.json)
+# and gives every file owner 0:0 and mtime 0, in the install's own layer (renames there copy nothing).
+FROM uv AS build
+COPY constraints.txt venv-layers.json /opt/torchyard/
+RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv venv --python "$(command -v python3)" /opt/venv; \
+    uv pip install --python /opt/venv/bin/python \
+      -c /opt/torchyard/constraints.txt torch torchvision torchaudio pip; \
+    /opt/venv/bin/python /tmp/venv_layers.py split /opt/torchyard/venv-layers.json /layers
+
+# ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
+FROM os AS manifests
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+COPY manifest-runtime.json manifest-devel.json /opt/torchyard/manifests/
+RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
 
 # ---- venv: the os stage plus the venv; runtime is this, devel builds on it (the layers are shared) ---
 # The security refresh comes last, so a refreshed image shares every earlier layer with the last one.
 FROM os AS venv
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY --from=build /opt/venv /opt/venv
+# The venv in layers, most shared first; each digest depends on its files only: 00 venv, 01-04 cuda-runtime, 05-10 pinned, 11 cudnn, 12 nccl, 13 torch, 14 packages
+COPY --from=build /layers/00/ /
+COPY --from=build /layers/01/ /
+COPY --from=build /layers/02/ /
+COPY --from=build /layers/03/ /
+COPY --from=build /layers/04/ /
+COPY --from=build /layers/05/ /
+COPY --from=build /layers/06/ /
+COPY --from=build /layers/07/ /
+COPY --from=build /layers/08/ /
+COPY --from=build /layers/09/ /
+COPY --from=build /layers/10/ /
+COPY --from=build /layers/11/ /
+COPY --from=build /layers/12/ /
+COPY --from=build /layers/13/ /
+COPY --from=build /layers/14/ /
 COPY --from=build /opt/torchyard /opt/torchyard
 ARG APT_MIRROR=""
 ARG OS_REFRESH=""
@@ -109,7 +154,7 @@ ENV PATH=/opt/venv/bin:/opt/venv/lib/python3.13/site-packages/nvidia/cu13/bin:/u
 # ---- runtime: the venv on the os stage; no compilers, no pip cache, no build-only packages -----------
 FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json /etc/torchyard/manifest.json
+COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
@@ -121,6 +166,7 @@ LABEL io.torchyard.arch-list="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" \
       io.torchyard.cuda="13.0" \
       io.torchyard.cudnn="9.24.0.43" \
       io.torchyard.flavor="runtime" \
+      io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
       io.torchyard.min-driver="580.65.06" \
       io.torchyard.nccl="2.30.7" \
       io.torchyard.os="debian12" \
@@ -141,7 +187,7 @@ CMD ["python"]
 # ---- devel: runtime + compilers, ninja, nvcc and CUDA headers (CUDA_HOME) --------------------------------
 FROM toolchain AS devel
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-devel.json /etc/torchyard/manifest.json
+COPY --from=manifests /opt/torchyard/manifests/manifest-devel.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/opt/venv/lib/python3.13/site-packages/nvidia/cu13/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
@@ -154,6 +200,7 @@ LABEL io.torchyard.arch-list="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" \
       io.torchyard.cuda="13.0" \
       io.torchyard.cudnn="9.24.0.43" \
       io.torchyard.flavor="devel" \
+      io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
       io.torchyard.min-driver="580.65.06" \
       io.torchyard.nccl="2.30.7" \
       io.torchyard.os="debian12" \

@@ -15,7 +15,8 @@ BUILDER = Path(__file__).resolve().parents[2] / "builder"
 LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"builder", "errors", "kinds", "versions", "archs", "names", "env", "redact", "files", "process",
                "extension_dir",
-               "safety", "resources", "progress", "provenance", "smoke"}),  # smoke: the stdlib-only contract
+               "safety", "resources", "progress", "provenance", "stage_times", "smoke",  # smoke: stdlib-only
+               "image"}),  # image: stdlib-only code the builds run (venv_layers.py)
     frozenset({"matrix"}),
     frozenset({"resolve"}),
     frozenset({"render", "tags", "host"}),

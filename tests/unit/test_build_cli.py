@@ -5,6 +5,7 @@ with each error turned into one line and its exit code."""
 from __future__ import annotations
 
 import io
+import json
 import shlex
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -223,7 +224,12 @@ def test_a_build_prints_its_steps_and_a_summary(cli: Cli, engines: Engines, tmp_
         f"[runtime] tagged {REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime, {REPO}:2.14-cuda13.0-runtime" in lines
     )
     assert lines[-1].startswith(f"runtime  built       {REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime ")
+    assert lines[-1].endswith(" (runtime 12s)")  # the fake build: #7 DONE 12.3s (stages < 0.5 s left out)
     assert (out / "plan.json").is_file()
+    report = json.loads((out / "build-report.json").read_text())
+    runtime = report["targets"]["runtime"]
+    assert (report["schema"], runtime["status"], runtime["stages"]["runtime"]) == (1, "built", 12.3)
+    assert set(runtime["stages"]) == {"runtime", "smoke"} and runtime["pushed"] == []
     assert fake.pushed() == []
 
 

@@ -29,7 +29,8 @@ from render_kit import (
 
 from builder.cli.main import main
 from builder.errors import RenderError
-from builder.kinds import Flavor, Strategy
+from builder.kinds import Flavor, Installer, Strategy
+from builder.render.layers import layer_plan
 from builder.render.nvidia import select_image
 from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.resolver import lookup
@@ -154,7 +155,8 @@ def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
     p = plan(CU124)
     assert p.unavailable == ((Flavor.DEVEL, NO_DEVEL_12_4),)
     assert [t.flavor for t in p.targets] == [Flavor.RUNTIME]
-    assert stages(p.dockerfile) == ["os", "build", "venv", "runtime"]
+    assert stages(p.dockerfile) == ["os", "uv", "build", "manifests", "venv", "runtime"]
+    assert stages(plan(CU124, installer=Installer.PIP).dockerfile) == ["os", "build", "manifests", "venv", "runtime"]
     with pytest.raises(RenderError) as exc:
         p.target(Flavor.DEVEL)
     assert str(exc.value) == f"devel is not available for {CU124}: {NO_DEVEL_12_4}"
@@ -177,11 +179,14 @@ def test_wheels_devel_for_cuda13_takes_nvcc_from_pypi_for_the_chosen_archs() -> 
 
 def test_runtime_has_no_compilers_and_only_the_venv_from_the_build_stage() -> None:
     p = plan(CU130, extensions=(addone(),))
-    runtime = [args for keyword, args in instructions(p.dockerfile, "runtime")]
+    runtime = [args for keyword, args in instructions(p.dockerfile, "runtime") if keyword != "LABEL"]
     venv = [args for keyword, args in instructions(p.dockerfile, "venv")]
     assert not any("g++" in a or "ninja" in a or "cuda-toolkit" in a for a in runtime + venv)
     assert base_of(p.dockerfile, "runtime") == "venv"
-    assert "--from=build /opt/venv /opt/venv" in venv
+    # from the build stage: the venv's layer trees, one COPY each, and /opt/torchyard (constraints); nothing else
+    layers = [f"--from=build /layers/{i:02d}/ /" for i in range(len(layer_plan(p.combination).slots()))]
+    copied = [args for keyword, args in instructions(p.dockerfile, "venv") if keyword == "COPY"]
+    assert copied == [*layers, "--from=build /opt/torchyard /opt/torchyard"]
     assert any("--no-cache-dir --no-deps --no-index /tmp/wheels/*.whl" in a for a in runtime)
 
 
@@ -274,6 +279,7 @@ def test_labels_carry_every_version_of_the_combination() -> None:
             "min-driver": "580.65.06",
             "strategy": "wheels",
             "flavor": flavor.value,
+            "layers": layer_plan(p.combination).label(),
         }
         assert labels["org.example.team"] == "vision"
 
@@ -299,9 +305,11 @@ def test_the_manifest_is_copied_into_each_image() -> None:
         manifest = json.loads(files[f"manifest-{flavor.value}.json"])
         assert manifest == p.target(flavor).manifest.to_dict()
         assert list(manifest)[:3] == ["schema", "torchyard", "id"]  # the key order images always had
-        assert ("COPY", f"manifest-{flavor.value}.json /etc/torchyard/manifest.json") in instructions(
-            p.dockerfile, flavor.value
+        # through the manifests stage, which fills in the packages the build found in each venv layer
+        manifest_copy = (
+            f"--from=manifests /opt/torchyard/manifests/manifest-{flavor.value}.json /etc/torchyard/manifest.json"
         )
+        assert ("COPY", manifest_copy) in instructions(p.dockerfile, flavor.value)
         assert {k: manifest[k] for k in ("id", "flavor", "strategy", "torch", "cuda", "python", "os")} == {
             "id": CU130,
             "flavor": flavor.value,
@@ -372,6 +380,8 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         "manifest-runtime.json",
         "manifest-devel.json",
         "smoke",
+        "venv-layers.json",
+        "venv_layers.py",
     }
     assert (out / "constraints.txt").read_text() == "torch==2.14.1\ntorchvision==0.29.1\ntorchaudio==2.11.1\n"
 
@@ -409,12 +419,14 @@ def test_additions_sit_on_top_of_the_venv_copy_in_their_own_layer() -> None:
     # Adding or changing --pip must not invalidate the 5.8 GB COPY of the torch venv (bench/publish_bench.py).
     p = plan(CU130, extra_pip=("six==1.16.0",))
     assert not any("six" in args for _, args in instructions(p.dockerfile, "build"))
-    venv = instructions(p.dockerfile, "venv")
-    copy = venv.index(("COPY", "--from=build /opt/venv /opt/venv"))
-    install = next(i for i, (keyword, args) in enumerate(venv) if keyword == "RUN" and "'six==1.16.0'" in args)
-    assert copy < install
-    cuda_base = plan(CU124_UBUNTU, Strategy.CUDA_BASE, extra_pip=("six==1.16.0",))
-    assert ("COPY", "--from=venv /opt/venv /opt/venv") in instructions(cuda_base.dockerfile, "toolchain")
+    for dockerfile, stage in (
+        (p.dockerfile, "venv"),
+        (plan(CU124_UBUNTU, Strategy.CUDA_BASE, extra_pip=("six==1.16.0",)).dockerfile, "toolchain"),
+    ):
+        steps = instructions(dockerfile, stage)
+        copies = [i for i, (keyword, args) in enumerate(steps) if keyword == "COPY" and "--from=build /layers/" in args]
+        install = [i for i, (keyword, args) in enumerate(steps) if keyword == "RUN" and "'six==1.16.0'" in args]
+        assert copies and len(install) == 1 and max(copies) < install[0], stage
 
 
 @pytest.mark.parametrize(
@@ -442,7 +454,7 @@ def test_a_refresh_token_reruns_the_os_package_steps_and_changes_only_the_conten
         refreshed.append(stage)
         assert steps[upgrade[0] - 1] == ("ARG", 'OS_REFRESH=""')
         assert 'if [ -z "${OS_REFRESH}" ]; then exit 0; fi' in steps[upgrade[0]][1]
-        copies = [i for i, (k, a) in enumerate(steps) if k == "COPY" and "/opt/venv" in a]
+        copies = [i for i, (k, a) in enumerate(steps) if k == "COPY" and "--from=build /layers/" in a]
         assert copies and max(copies) < upgrade[0], stage
     assert refreshed == (["venv"] if strategy is Strategy.WHEELS else ["venv", "toolchain"])
 

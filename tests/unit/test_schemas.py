@@ -89,6 +89,35 @@ def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[
     return Report(items, [], 1.0).as_json()
 
 
+def _build_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    from fake_engine import FakeRegistry, contents_of
+    from render_kit import plan
+
+    import builder.cli.build_cmd
+    import builder.pipeline
+
+    registry = FakeRegistry()
+    fake = FakeEngine(contents_of(plan("torch2.14.1-cu130-py3.11-debian12")), registry=registry)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(builder.cli.build_cmd, "DockerEngine", lambda: fake)
+        patch.setattr(builder.pipeline, "Registry", lambda auth: registry)
+        with pytest.raises(SystemExit):
+            main(["build", "--torch", "2.14.1", "--variant", "cu130", "--python", "3.11", "--os", "debian12",
+                  "--no-host-settings", "--repo", "127.0.0.1:5000/t", "-o", str(tmp_path / "out")])  # fmt: skip
+    data: dict[str, Any] = json.loads((tmp_path / "out" / "build-report.json").read_text())
+    return data
+
+
+def _manifest(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    """The image's manifest as the build fills it: the plan's, with each layer's packages."""
+    from render_kit import plan
+
+    manifest = plan("torch2.14.1-cu130-py3.11-debian12").targets[0].manifest.to_dict()
+    for layer in manifest["layers"]:
+        layer["packages"] = ["some-distribution==1.0"]
+    return manifest
+
+
 def _verify(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
     from http_kit import Net
     from matrix_kit import BASE
@@ -135,6 +164,8 @@ RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]]
     "`torchyard matrix check --json`": lambda c, t: cli(c, "matrix", "check", "--json"),
     "`torchyard matrix publish --json`": lambda c, t: cli(c, "matrix", "publish", "--json"),
     "`torchyard render --json` (and plan.json)": lambda c, t: cli(c, "render", "-o", str(t / "r"), "--json"),
+    "`torchyard build` (`<out>/build-report.json`)": _build_report,
+    "The image manifest (`/etc/torchyard/manifest.json`, `manifest` of plan.json)": _manifest,
     "`torchyard publish --report FILE`": _publish_report,
     "`torchyard matrix verify --json`": _verify,
     "`torchyard promote SRC DST --json`": _promote,

@@ -17,7 +17,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-IN_IMAGE = sorted((ROOT / "builder" / "smoke").glob("*.py")) + sorted((ROOT / "tests" / "gpu_sim").glob("*.py"))
+IN_IMAGE = [
+    *sorted((ROOT / "builder" / "smoke").glob("*.py")),
+    *sorted((ROOT / "builder" / "image").glob("*.py")),  # the build stage's venv_layers.py
+    *sorted((ROOT / "tests" / "gpu_sim").glob("*.py")),
+]
 OLDEST = (3, 8)
 THIRD_PARTY = {"torch", "torchvision", "torchaudio", "triton", "torchyard_gpu_sim", "torchyard_gpu_sim_mode", "builder"}
 NEWER_DICT_OPERANDS = {"asdict", "vars", "dict"}
