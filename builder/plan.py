@@ -218,6 +218,7 @@ def build_request(
         secrets=tuple((s.id, secret_files.get(s.id, s.source)) for s in plan.secrets),
         labels=tuple(sorted((dict(provenance) | plan.build_labels()).items())),
         tags=tag_refs(repo, plan.target(flavor)) if tags else (),
+        platform=plan.combination.platform.value,  # always said: the plan's wheels are this platform's
     )
 
 
@@ -226,6 +227,7 @@ def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[st
     return {
         "schema": 1,
         "id": plan.id,
+        "platform": plan.combination.platform.value,
         "strategy": plan.strategy.value,
         "arch_list": [a.name for a in plan.archs],
         "base_images": list(plan.base_images),

@@ -24,6 +24,7 @@ import pytest
 import builder.engine
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
 from builder.errors import BuildError
+from builder.kinds import Platform
 from builder.plan import Plan
 from builder.registry import Registry
 from builder.smoke.expect import cudnn_number
@@ -101,6 +102,9 @@ class FakeEngine:
     smoke_failures: dict[str, str] = field(default_factory=dict)  # check name -> message: the suite fails
     observed_overrides: dict[str, Any] = field(default_factory=dict)  # what the image "really" contains
     label_overrides: dict[str, str] = field(default_factory=dict)  # labels the built image really has
+    built_platform: str | None = None  # the platform the engine really builds (None: the one asked for)
+    machine: str | None = None  # what platform.machine() says inside the image (None: the image's platform's)
+    native: str = "linux/amd64"  # the engine's own platform (others run emulated)
     no_python: bool = False  # `python` is not on the image's PATH (only python3)
     cubins: tuple[str, ...] = ("sm_89",)  # architectures cuobjdump finds in extension libraries
     scripted: dict[str, RunResult] = field(default_factory=dict)  # program basename -> its result (not smoke)
@@ -130,7 +134,7 @@ class FakeEngine:
         self.calls.append(Call("info"))
         if self.info_error is not None:
             raise self.info_error
-        return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx)
+        return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx, self.native)
 
     def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         argv = build_command(request)
@@ -144,7 +148,10 @@ class FakeEngine:
             raise self.fail_build
         labels = dict(self.contents[target].labels) | dict(request.labels) | self.label_overrides
         image_id = "sha256:" + hashlib.sha256("\0".join(argv).encode()).hexdigest()
-        self.images[image_id] = ImageInfo(id=image_id, labels=labels, tags=(), digests=(), size=1 << 30)
+        platform = self.built_platform or request.platform or self.native
+        self.images[image_id] = ImageInfo(
+            id=image_id, labels=labels, tags=(), digests=(), size=1 << 30, platform=platform
+        )
         self.built_target[image_id] = target
         return image_id
 
@@ -234,7 +241,17 @@ class FakeEngine:
         if arch in self.missing_archs and "arch." in command:
             checks.append({"name": "arch.torch", "status": "failed", "message": f"libtorch_cuda.so has no {arch} code"})
         summary = {s: sum(c["status"] == s for c in checks) for s in ("passed", "failed", "skipped")}
-        report = {"suite": "torchyard-smoke", "schema": 1, "summary": summary, "observed": observed, "checks": checks}
+        platform = Platform(self.images[image_id].platform)
+        machine = self.machine or platform.machine
+        report = {
+            "suite": "torchyard-smoke",
+            "schema": 1,
+            "machine": machine,
+            "small": "--small" in command,
+            "summary": summary,
+            "observed": observed,
+            "checks": checks,
+        }
         (out / _in_out(command, "--json")).write_text(json.dumps(report))
         (out / _in_out(command, "--junit")).write_text(f'<testsuite name="torchyard-smoke" tests="{len(checks)}"/>\n')
         return RunResult(1 if summary["failed"] else 0, f"{summary['passed']} passed, {summary['failed']} failed")

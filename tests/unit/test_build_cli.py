@@ -88,7 +88,8 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engines]:
 
 def _target_lines(p: Plan, flavor: str, out: Path, secrets: tuple[str, ...] = (), push: bool = False) -> list[str]:
     target = next(t for t in p.targets if t.flavor.value == flavor)
-    argv = ["docker", "build", "--progress=plain", "--target", flavor, "-f", f"{out}/Dockerfile", *secrets]
+    argv = ["docker", "build", "--progress=plain", "--target", flavor, "-f", f"{out}/Dockerfile"]
+    argv += ["--platform", "linux/amd64", *secrets]
     argv += ["--label", f"io.torchyard.content-hash={p.content_hash}"]
     argv += ["--label", f"io.torchyard.dockerfile-sha256={p.dockerfile_sha256}", str(out)]
     lines = [

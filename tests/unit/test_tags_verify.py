@@ -220,9 +220,9 @@ def test_every_valid_combination_matches_its_own_contents() -> None:
 def test_check_tag_names_both_tags() -> None:
     p = plan("torch2.14.1-cu130-py3.11-debian12")
     observed = contents_of(p)["runtime"].observed
-    check_tag(p, p.target(R), Observed.from_dict(observed))
+    check_tag(p, p.target(R), Observed.from_dict(observed), "x86_64")
     with pytest.raises(BuildError) as raised:
-        check_tag(p, p.target(R), Observed.from_dict(observed | {"torch": "2.13.0+cu130"}))
+        check_tag(p, p.target(R), Observed.from_dict(observed | {"torch": "2.13.0+cu130"}), "x86_64")
     assert str(raised.value) == (
         "the tag 2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime does not describe the image: its contents say "
         "2.13.0-cuda13.0-cudnn9-py3.11-debian12-runtime"
