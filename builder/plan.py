@@ -22,7 +22,7 @@ from builder.render import context as ctx
 from builder.render.dockerfile_context import dockerfile_context
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
-from builder.render.pinning import pinned
+from builder.render.pinning import mirrored, pinned
 from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -90,7 +90,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
     f = Facts(m)
     archs = ctx.archs_for(c, options)
     ctx.check_archs(m, c, archs)
-    bases = pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform)
+    bases = mirrored(pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform), options.registry_mirror)
     try:
         nvcc = ctx.nvcc_pip(c, options.strategy)
         unavailable: tuple[tuple[Flavor, str], ...] = ()

@@ -1,4 +1,5 @@
-"""Base images pinned to matrix.lock's digests (`--locked`): `FROM image@digest` for the platform built."""
+"""Base images pinned to matrix.lock's digests (`--locked`): `FROM image@digest` for the platform built; and
+Docker Hub base images asked at a mirror (`--registry-mirror`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import replace
 
 from builder.kinds import Platform
 from builder.matrix.lock import BaseLock, pin
+from builder.oci.refs import DOCKER_HUB, parse_ref
 from builder.render.context import Bases
 
 
@@ -17,3 +19,27 @@ def pinned(bases: Bases, lock: BaseLock | None, platform: Platform) -> Bases:
     return replace(
         bases, os_image=pin(bases.os_image, pins) or bases.os_image, toolchain_image=pin(bases.toolchain_image, pins)
     )
+
+
+def mirrored(bases: Bases, mirror: str | None) -> Bases:
+    """Docker Hub's images from a mirror: debian:bookworm-slim -> MIRROR/library/debian:bookworm-slim (a
+    pull-through cache, a corporate registry, or this project's local registry with its multi-platform base);
+    images of other registries stay as they are. A lock's digests stay: a mirror serves the same manifests."""
+    if mirror is None:
+        return bases
+    return replace(
+        bases,
+        os_image=_mirror(bases.os_image, mirror) or bases.os_image,
+        toolchain_image=_mirror(bases.toolchain_image, mirror),
+    )
+
+
+def _mirror(ref: str | None, mirror: str) -> str | None:
+    if ref is None:
+        return None
+    parsed = parse_ref(ref, "base image")
+    if parsed.repo.host != DOCKER_HUB:
+        return ref
+    tag = f":{parsed.tag}" if parsed.tag else ""
+    digest = f"@{parsed.digest}" if parsed.digest else ""
+    return f"{mirror}/{parsed.repo.name}{tag}{digest}"

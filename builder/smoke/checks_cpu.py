@@ -291,7 +291,10 @@ def nvcc(ctx: Context) -> str:
     return f"{ctx.observed['nvcc']}; compiled a kernel for sm_{number}"
 
 
-TRAIN_STEPS, WARMUP, LOSS_FRACTION = 30, 3, 0.5
+TRAIN_STEPS, WARMUP, BATCH, LOSS_FRACTION = 30, 3, 64, 0.5
+# --small (an emulated CPU, e.g. aarch64 under QEMU, several times slower): the same model fits a batch of 8 in
+# 12 steps, well below half its start loss (2.9 -> 0.3 measured), in about a tenth of the work.
+SMALL_STEPS, SMALL_WARMUP, SMALL_BATCH = 12, 2, 8
 
 
 @check("train.cpu", timeout=300.0)
@@ -301,17 +304,18 @@ def train_cpu(ctx: Context) -> str:
 
     from .model import train
 
+    steps, warmup, batch = (SMALL_STEPS, SMALL_WARMUP, SMALL_BATCH) if ctx.small else (TRAIN_STEPS, WARMUP, BATCH)
     threads, why = cpu_threads()
     with restored(torch):  # the no-GPU checks share a worker: nothing leaks into the next one
         torch.set_num_threads(threads)
-        result = train("cpu", TRAIN_STEPS - WARMUP, warmup=WARMUP)
-    ctx.observed["train_cpu"] = dict(vars(result), threads=threads)
+        result = train("cpu", steps - warmup, batch, warmup=warmup)
+    ctx.observed["train_cpu"] = dict(vars(result), threads=threads, batch=batch)
     if not result.last_loss < LOSS_FRACTION * result.first_loss:
         raise Failed(
-            f"loss went {result.first_loss:.3f} -> {result.last_loss:.3f} in {TRAIN_STEPS} steps; "
+            f"loss went {result.first_loss:.3f} -> {result.last_loss:.3f} in {steps} steps; "
             f"expected below {LOSS_FRACTION:.0%} of the start"
         )
     return (
-        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f} in {TRAIN_STEPS} steps "
+        f"loss {result.first_loss:.3f} -> {result.last_loss:.3f} in {steps} steps of {batch} "
         f"({result.images_per_second:.0f} images/s on {platform.machine()}, {threads} threads: {why})"
     )
