@@ -5,6 +5,7 @@ for emulation, base images from a registry mirror. Against a fake engine at the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
@@ -61,7 +62,7 @@ def _differing_lines(a: str, b: str) -> list[tuple[str, str]]:
 def test_the_cuda_dockerfile_is_the_same_text_on_both_platforms_but_for_the_combination(extensions: bool) -> None:
     # pip picks each platform's wheel itself: the templates do not branch on the platform. With one --arch list
     # the two Dockerfiles differ only where they name the combination (the header and its label).
-    kwargs = {"archs": (arch("sm_90"),), "extensions": (addone(),) if extensions else ()}
+    kwargs: dict[str, Any] = {"archs": (arch("sm_90"),), "extensions": (addone(),) if extensions else ()}
     amd64, arm64 = plan(CUDA_AMD64, **kwargs), plan(CUDA_ARM64, **kwargs)
     differing = _differing_lines(amd64.dockerfile, arm64.dockerfile)
     assert differing[0] == (f"# combination: {CUDA_AMD64}", f"# combination: {CUDA_ARM64}")
