@@ -20,6 +20,7 @@ import builder.pipeline
 from builder.cli.main import main
 from builder.engine import ImageInfo, RegistryAuth
 from builder.errors import BuildError, EngineError, Interrupted, PushError
+from builder.kinds import Platform
 from builder.plan import Plan
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
@@ -367,3 +368,26 @@ def test_smoke_of_a_foreign_image_mounts_the_host_copy(cli: Cli, engines: Engine
     assert run.args[1:3] == ("python", "/opt/torchyard-host/smoke")
     assert [m.target for m in run.mounts] == ["/torchyard-out", "/opt/torchyard-host/smoke"]
     assert run.gpus == "all"
+
+
+def test_smoke_runs_an_image_of_the_platform_asked_and_scales_an_emulated_one(
+    cli: Cli, engines: Engines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Platform, "here", classmethod(lambda cls: Platform.AMD64))
+    fake = smoke_engine(engines)
+    image = fake.images["sha256:1"]
+    fake.images["sha256:1"] = ImageInfo(id=image.id, labels=image.labels, tags=image.tags, digests=(), size=1,
+                                        platform="linux/arm64")  # fmt: skip
+    r = cli("smoke", "img:t")
+    assert (r.code, r.err) == (
+        2,
+        "torchyard: error: smoke: img:t is a linux/arm64 image, not linux/amd64 (--platform (default: this "
+        "machine's))\n",
+    )
+    assert fake.of("run") == []
+    r = cli("smoke", "img:t", "--platform", "arm64")
+    assert r.code == 0, r.err
+    [run] = fake.of("run")
+    assert run.args[-3:] == ("--small", "--timeout-scale", "10")  # emulated on this linux/amd64 engine
+    r = cli("smoke", "img:t", "--platform", "linux/riscv64")
+    assert r.code == 2 and "--platform: 'linux/riscv64' is not a platform torchyard builds for" in r.err
