@@ -1,0 +1,117 @@
+"""Issue 15 in the docker tier: a linux/arm64 image built on this x86_64 machine by emulation, end to end.
+
+QEMU's binfmt handlers and the multi-platform Debian base in the local registry come from scripts/services
+(127.0.0.1:5000/torchyard-base/library/debian:bookworm-slim, reached with --registry-mirror). The image is
+small on purpose: torch 2.5.1's aarch64 wheel on PyPI is the CPU build (a few hundred MB), and the smoke
+suite runs emulated with its training check scaled down (--small). The full CUDA arm64 build is measured by
+bench/arm64_build.py, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import RUN_ID
+from kit import REGISTRY, Run, docker, torchyard
+
+from builder.net.http import Http, Policy
+from builder.oci.client import Distribution
+from builder.oci.refs import parse_repo
+
+pytestmark = pytest.mark.docker
+
+MIRROR = f"{REGISTRY}/torchyard-base"
+BINFMT = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+ARM64_FLAGS = ("--platform", "linux/arm64", "--torch", "2.5.1", "--variant", "cpu", "--os", "debian12",
+               "--python", "3.11", "--registry-mirror", MIRROR)  # fmt: skip
+TAG = "2.5.1-cpu-py3.11-debian12-runtime-arm64"
+
+
+def _client() -> Distribution:
+    return Distribution(Http(Policy(timeout=30)), None, docker_login=False)
+
+
+@pytest.fixture(scope="module")
+def emulation() -> None:
+    """What scripts/services sets up: without it these tests fail with the fix, never skip."""
+    problems = []
+    if platform.machine() == "x86_64" and not BINFMT.exists():
+        problems.append(f"no QEMU handler at {BINFMT}")
+    base = _client().platforms(parse_repo(f"{MIRROR}/library/debian"), "bookworm-slim")
+    if base is None or not {"linux/amd64", "linux/arm64"} <= set(base):
+        problems.append(f"no multi-platform base {MIRROR}/library/debian:bookworm-slim (found: {base})")
+    if problems:
+        pytest.fail(f"arm64 tests need emulation ({'; '.join(problems)}): run `sudo scripts/services start`", False)
+
+
+@dataclass(frozen=True)
+class Arm64Build:
+    repo: str
+    out_dir: Path
+    run: Run
+
+    @property
+    def digest(self) -> str:
+        for line in self.run.out.splitlines():
+            if f"pushed {self.repo}:{TAG} (" in line:
+                return line.rsplit("(", 1)[1].rstrip(")")
+        raise AssertionError(f"{TAG} was not pushed:\n{self.run.out}")
+
+
+@pytest.fixture(scope="module")
+def arm64(emulation: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arm64Build]:
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/arm64"
+    out_dir = tmp_path_factory.mktemp("arm64") / "ctx"
+    run = torchyard("build", *ARM64_FLAGS, "--repo", repo, "--push", "-o", str(out_dir))
+    assert run.code == 0, run.text[-4000:]
+    yield Arm64Build(repo, out_dir, run)
+
+
+def test_the_arm64_image_is_built_emulated_and_passes_the_scaled_smoke_suite(arm64: Arm64Build) -> None:
+    assert "chose torch2.5.1-cpu-py3.11-debian12-arm64" in arm64.run.out
+    assert "[runtime] linux/arm64 runs emulated on this linux/amd64 engine" in arm64.run.out
+    build_log = (arm64.out_dir / "build-runtime.log").read_text()
+    assert f"FROM {MIRROR}/library/debian:bookworm-slim" in build_log
+    report = json.loads((arm64.out_dir / "smoke-runtime.json").read_text())
+    assert (report["machine"], report["small"], report["summary"]["failed"]) == ("aarch64", True, 0)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["version.torch"]["status"] == "passed" and checks["version.torch"]["message"] == "2.5.1"
+    assert checks["train.cpu"]["status"] == "passed", checks["train.cpu"]
+    assert "16 steps of 8" in checks["train.cpu"]["message"] and "on aarch64" in checks["train.cpu"]["message"]
+    assert checks["compile.cpu"]["status"] == "passed", checks["compile.cpu"]  # g++ under QEMU, Inductor's C++
+
+
+def test_the_pushed_arm64_image_is_pulled_back_by_digest_and_runs_as_aarch64(arm64: Arm64Build) -> None:
+    found = _client().platforms(parse_repo(arm64.repo), TAG)
+    assert found == {"linux/arm64": arm64.digest}
+    ref = f"{arm64.repo}@{arm64.digest}"
+    pulled = docker("pull", ref)
+    assert pulled.returncode == 0, pulled.stderr
+    inspected = docker("image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", ref)
+    assert inspected.stdout.strip() == "linux/arm64"
+    ran = docker("run", "--rm", "--platform", "linux/arm64", "--entrypoint", "uname", ref, "-m")
+    assert (ran.returncode, ran.stdout.strip()) == (0, "aarch64"), ran.stderr
+
+
+def test_a_second_build_finds_the_arm64_image_up_to_date_in_the_registry(arm64: Arm64Build) -> None:
+    again = torchyard("build", *ARM64_FLAGS, "--repo", arm64.repo, "--push", "-o", str(arm64.out_dir), "--force")
+    assert again.code == 0, again.text[-2000:]
+    assert f"{arm64.repo}:{TAG} is up to date in the registry: no build, no push" in again.out
+    assert "building" not in again.out
+
+
+def test_smoke_refuses_the_arm64_image_as_this_machines_platform(arm64: Arm64Build) -> None:
+    # Run with --platform linux/arm64 it takes the build's path (for_platform: --small, timeouts x10), which the
+    # build above ran for real; a second emulated suite here would add minutes and check nothing new.
+    ref = f"{arm64.repo}:{TAG}"
+    refused = torchyard("smoke", ref)
+    assert refused.code == 2
+    assert refused.err == (
+        f"torchyard: error: smoke: {ref} is a linux/arm64 image, not linux/amd64 (--platform (default: this "
+        "machine's))\n"
+    )
