@@ -21,6 +21,7 @@ from builder.redact import redact
 from builder.registry import Registry
 from builder.render.context import cuda_home
 from builder.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
+from builder.tags import member_tag
 from builder.verify import check_extension_code, check_labels, check_tag
 
 Log = Callable[[str], None]
@@ -41,6 +42,8 @@ class BuildSettings:
     force: bool = False  # write into a non-empty output folder torchyard did not write
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
     progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/progress.py)
+    member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
+    # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
 
 
 @dataclass
@@ -63,7 +66,7 @@ def build(
     write_context(plan, settings.out_dir, force=settings.force)
     native = engine.info().platform  # says exactly what is missing before the first build
     registry = registry or Registry(settings.auth)
-    outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]
+    outcomes = [Outcome(t.flavor, _refs(settings, plan, t)[0]) for t in targets]
     todo = []
     for target, outcome in zip(targets, outcomes, strict=True):
         if _up_to_date(engine, registry, plan, target, settings, outcome, log):
@@ -75,10 +78,10 @@ def build(
             _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, native)
     check_cancelled("tagging")
     for target, outcome in todo:  # every requested image passed: only now are tags applied
-        for ref in _refs(settings, target):
+        for ref in _refs(settings, plan, target):
             engine.tag(outcome.image_id, ref)
         outcome.status = Status.BUILT
-        log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, target))}")
+        log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, plan, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):
             check_cancelled("pushing")
@@ -86,7 +89,10 @@ def build(
     return outcomes
 
 
-def _refs(settings: BuildSettings, target: TargetPlan) -> tuple[str, ...]:
+def _refs(settings: BuildSettings, plan: Plan, target: TargetPlan) -> tuple[str, ...]:
+    """The immutable tag first, then the aliases (unless left to the caller)."""
+    if settings.member:
+        return (f"{settings.repo}:{member_tag(target.tags.immutable, plan.combination.platform)}",)
     refs = tag_refs(settings.repo, target)
     return refs if settings.aliases else refs[:1]
 
@@ -237,7 +243,7 @@ def _push(
 ) -> None:
     """The immutable tag first, then the aliases; refs already holding this content are left alone."""
     name = target.flavor.value
-    for ref in _refs(settings, target):
+    for ref in _refs(settings, plan, target):
         if registry.holds(ref, plan.content_hash):
             continue
         if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind

@@ -60,9 +60,14 @@ def platform_suffix(platform: Platform) -> str:
     return "" if platform is Platform.AMD64 else f"-{platform.arch}"
 
 
-def per_platform(tag: str, platform: Platform) -> str:
-    """The tag of one platform's image inside a multi-platform set: <tag>-amd64, <tag>-arm64."""
-    return f"{tag}-{platform.arch}"
+def index_tag(tag: str, platform: Platform) -> str:
+    """A platform's tag without its platform part: 2.5.1-cpu-py3.11-debian12-runtime-arm64 -> ...-runtime."""
+    return tag.removesuffix(platform_suffix(platform))
+
+
+def member_tag(tag: str, platform: Platform) -> str:
+    """The tag of one platform's image inside a multi-platform set: <index tag>-<arch> (-amd64 too)."""
+    return f"{index_tag(tag, platform)}-{platform.arch}"
 
 
 def extras_id(options: RenderOptions) -> str | None:

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 from builder.kinds import Platform
 from builder.matrix.lock import BaseLock, pin
-from builder.oci.refs import DOCKER_HUB, parse_ref
 from builder.render.context import Bases
 
 
@@ -34,12 +33,21 @@ def mirrored(bases: Bases, mirror: str | None) -> Bases:
     )
 
 
+_HUB_HOSTS = ("docker.io", "index.docker.io", "registry-1.docker.io")
+
+
 def _mirror(ref: str | None, mirror: str) -> str | None:
+    """debian:bookworm-slim -> MIRROR/library/debian:bookworm-slim, nvidia/cuda:X -> MIRROR/nvidia/cuda:X;
+    a reference naming another registry (a first part with '.', ':' or localhost) stays as it is."""
     if ref is None:
         return None
-    parsed = parse_ref(ref, "base image")
-    if parsed.repo.host != DOCKER_HUB:
-        return ref
-    tag = f":{parsed.tag}" if parsed.tag else ""
-    digest = f"@{parsed.digest}" if parsed.digest else ""
-    return f"{mirror}/{parsed.repo.name}{tag}{digest}"
+    name, at, digest = ref.partition("@")
+    first, slash, rest = name.partition("/")
+    if slash and ("." in first or ":" in first or first == "localhost"):
+        if first not in _HUB_HOSTS:
+            return ref
+        name = rest
+    path, colon, tag = name.partition(":")
+    if "/" not in path:
+        path = f"library/{path}"
+    return f"{mirror}/{path}{colon}{tag}{at}{digest}"
