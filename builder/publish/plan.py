@@ -10,8 +10,10 @@ from dataclasses import dataclass
 
 from builder.errors import TorchyardError
 from builder.matrix.model import Matrix
+from builder.multiplatform import combined_hash, index_tags
 from builder.plan import Plan, make_plan
 from builder.publish.items import Excluded, Item
+from builder.tags import ImageTags, member_tag
 
 
 @dataclass(frozen=True)
@@ -33,18 +35,36 @@ class Group:
         return tuple(a.name for a in self.items[0].entry.require_archs)
 
     def immutable(self, item: Item) -> str:
+        """The tag the item's image is pushed under: its immutable tag, or <tag>-<arch> as one platform of a
+        multi-platform image (the index takes the platform-free tags)."""
         assert self.plan is not None, "an unplanned group has no tags"
-        return self.plan.target(item.flavor).tags.immutable
+        tag = self.plan.target(item.flavor).tags.immutable
+        return member_tag(tag, item.combo.platform) if item.entry.multi_platform else tag
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """One multi-platform image: an item per platform, and the index written over their images (under the
+    platform-free immutable tag; its aliases move with the others). `tags` is None when a member's group could
+    not be planned (`problem` says why): the index is then held."""
+
+    id: str
+    members: tuple[Item, ...]
+    tags: ImageTags | None
+    content_hash: str = ""
+    problem: str = ""
 
 
 @dataclass(frozen=True)
 class AliasMove:
     """A floating tag, the image it should name (`owner`: the newest torch among its carriers), and every
-    item that carries it: it moves only when all of them passed."""
+    item that carries it: it moves only when all of them passed. `index`: the owner's multi-platform image
+    (the alias then names its index)."""
 
     alias: str
     owner: Item
     carriers: tuple[Item, ...]
+    index: IndexPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,7 @@ class PublishPlan:
     groups: tuple[Group, ...]
     excluded: tuple[Excluded, ...]
     aliases: tuple[AliasMove, ...]
+    indexes: tuple[IndexPlan, ...] = ()
 
     @property
     def items(self) -> tuple[Item, ...]:
@@ -70,7 +91,8 @@ def plan_publish(m: Matrix, items: list[Item], excluded: list[Excluded]) -> Publ
     for item in items:
         members[item.group].append(item)
     groups = tuple(_group(m, name, tuple(group_items)) for name, group_items in members.items())
-    return PublishPlan(groups, tuple(excluded), _aliases(groups))
+    indexes = _indexes(groups)
+    return PublishPlan(groups, tuple(excluded), _aliases(groups, indexes), indexes)
 
 
 def _group(m: Matrix, name: str, items: tuple[Item, ...]) -> Group:
@@ -81,15 +103,44 @@ def _group(m: Matrix, name: str, items: tuple[Item, ...]) -> Group:
         return Group(name, items, None, str(exc))
 
 
-def _aliases(groups: tuple[Group, ...]) -> tuple[AliasMove, ...]:
+def _indexes(groups: tuple[Group, ...]) -> tuple[IndexPlan, ...]:
+    """The multi-platform images: the items of multi-platform entries, by entry and platform-free id."""
+    members: dict[tuple[str, str], list[tuple[Item, Group]]] = defaultdict(list)
+    for group in groups:
+        for item in group.items:
+            if item.entry.multi_platform:
+                members[(item.entry.name, item.index_id)].append((item, group))
+    return tuple(_index(ident, found) for (_, ident), found in members.items())
+
+
+def _index(ident: str, found: list[tuple[Item, Group]]) -> IndexPlan:
+    items = tuple(item for item, _ in found)
+    unplanned = [g for _, g in found if g.plan is None]
+    if unplanned:
+        return IndexPlan(ident, items, None, problem=f"{unplanned[0].name}: {unplanned[0].problem}")
+    plans = {item.combo.platform: g.plan for item, g in found if g.plan is not None}
+    flavor = items[0].flavor  # one multi-platform image: one flavor on every platform
+    tags = index_tags({p: plan.target(flavor).tags for p, plan in plans.items()})
+    return IndexPlan(ident, items, tags, combined_hash({p: plan.content_hash for p, plan in plans.items()}))
+
+
+def _aliases(groups: tuple[Group, ...], indexes: tuple[IndexPlan, ...]) -> tuple[AliasMove, ...]:
+    """Single images carry their plan's aliases; a multi-platform image's aliases are its index's."""
     carriers: dict[str, list[Item]] = defaultdict(list)
+    index_of: dict[str, IndexPlan] = {}
     for group in groups:
         if group.plan is None:
             continue
         for item in group.items:
-            for alias in group.plan.target(item.flavor).tags.aliases:
-                carriers[alias].append(item)
-    return tuple(
-        AliasMove(alias, max(carried, key=lambda i: i.combo.torch.version), tuple(carried))
-        for alias, carried in sorted(carriers.items())
-    )
+            if not item.entry.multi_platform:
+                for alias in group.plan.target(item.flavor).tags.aliases:
+                    carriers[alias].append(item)
+    for index in indexes:
+        for alias in index.tags.aliases if index.tags else ():
+            carriers[alias] += index.members
+            index_of.update({item.id: index for item in index.members})
+    moves = []
+    for alias, carried in sorted(carriers.items()):
+        owner = max(carried, key=lambda i: i.combo.torch.version)
+        moves.append(AliasMove(alias, owner, tuple(carried), index_of.get(owner.id)))
+    return tuple(moves)
