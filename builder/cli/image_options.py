@@ -61,6 +61,15 @@ refresh_option = click.option(
     help=f"A new token re-runs the OS package steps (security updates); e.g. the ISO week. ${env.REFRESH}.",
 )
 
+registry_mirror_option = click.option(
+    "--registry-mirror",
+    envvar=env.REGISTRY_MIRROR,
+    metavar="HOST[/PATH]",
+    callback=lambda ctx, param, value: None if value is None else check_mirror(value),
+    help=f"FROM Docker Hub's images at this registry (a mirror): debian:X -> HOST/PATH/library/debian:X. "
+    f"${env.REGISTRY_MIRROR}.",
+)
+
 _OPTIONS = (
     click.option(
         "--strategy",
@@ -105,14 +114,7 @@ _OPTIONS = (
     click.option("--no-host-settings", is_flag=True, help="Ignore PIP_CERT / SSL_CERT_FILE / PIP_INDEX_URL ..."),
     refresh_option,
     locked_option,
-    click.option(
-        "--registry-mirror",
-        envvar=env.REGISTRY_MIRROR,
-        metavar="HOST[/PATH]",
-        callback=lambda ctx, param, value: None if value is None else check_mirror(value),
-        help=f"FROM Docker Hub's images at this registry (a mirror): debian:X -> HOST/PATH/library/debian:X. "
-        f"${env.REGISTRY_MIRROR}.",
-    ),
+    registry_mirror_option,
 )
 
 

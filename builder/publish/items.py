@@ -70,7 +70,11 @@ class _Unpublished:
 
 
 def expand(
-    m: Matrix, network: Network | None = None, refresh: str = "", base_lock: BaseLock | None = None
+    m: Matrix,
+    network: Network | None = None,
+    refresh: str = "",
+    base_lock: BaseLock | None = None,
+    registry_mirror: str | None = None,
 ) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
@@ -85,6 +89,7 @@ def expand(
             network=network or Network(),
             refresh=refresh,
             base_lock=base_lock,
+            registry_mirror=registry_mirror,
         )
         for found in _combinations(m, entry):
             if isinstance(found, _Unpublished):
@@ -147,6 +152,12 @@ def _render_problem(m: Matrix, combo: Combination, options: RenderOptions) -> st
     except RenderError as exc:
         return str(exc)
     return None
+
+
+def on_platforms(items: list[Item], platforms: tuple[Platform, ...]) -> list[Item]:
+    """--platform: the items of these platforms only (all without; a multi-platform image's other platforms are
+    then read from the registry when its index is written)."""
+    return [i for i in items if not platforms or i.combo.platform in platforms]
 
 
 def select(items: list[Item], patterns: tuple[str, ...]) -> list[Item]:

@@ -43,16 +43,30 @@ class Group:
 
 
 @dataclass(frozen=True)
+class IndexMember:
+    """One platform's image of a multi-platform image: pushed as `tag` (<immutable>-<arch>)."""
+
+    item: Item
+    tag: str
+    content_hash: str
+    selected: bool  # this run builds it; else (--only) the registry must already hold it with this content
+
+
+@dataclass(frozen=True)
 class IndexPlan:
-    """One multi-platform image: an item per platform, and the index written over their images (under the
-    platform-free immutable tag; its aliases move with the others). `tags` is None when a member's group could
-    not be planned (`problem` says why): the index is then held."""
+    """One multi-platform image: a member per platform, and the index written over their images (under the
+    platform-free immutable tag; its aliases move with the others). `tags` is None when a member could not be
+    planned (`problem` says why): the index is then held."""
 
     id: str
-    members: tuple[Item, ...]
+    members: tuple[IndexMember, ...]
     tags: ImageTags | None
     content_hash: str = ""
     problem: str = ""
+
+    @property
+    def selected(self) -> tuple[Item, ...]:
+        return tuple(m.item for m in self.members if m.selected)
 
 
 @dataclass(frozen=True)
@@ -86,12 +100,16 @@ class PublishPlan:
         return tuple((i, g.plan) for g in self.groups if g.plan is not None for i in g.items)
 
 
-def plan_publish(m: Matrix, items: list[Item], excluded: list[Excluded]) -> PublishPlan:
+def plan_publish(
+    m: Matrix, items: list[Item], excluded: list[Excluded], every: list[Item] | None = None
+) -> PublishPlan:
+    """`items`: what this run builds; `every`: the whole set (default: `items`), for the platforms of a
+    multi-platform image this run does not build (--only, one platform per CI job) but its index lists."""
     members: dict[str, list[Item]] = defaultdict(list)
     for item in items:
         members[item.group].append(item)
     groups = tuple(_group(m, name, tuple(group_items)) for name, group_items in members.items())
-    indexes = _indexes(groups)
+    indexes = _indexes(m, groups, every if every is not None else items)
     return PublishPlan(groups, tuple(excluded), _aliases(groups, indexes), indexes)
 
 
@@ -103,25 +121,38 @@ def _group(m: Matrix, name: str, items: tuple[Item, ...]) -> Group:
         return Group(name, items, None, str(exc))
 
 
-def _indexes(groups: tuple[Group, ...]) -> tuple[IndexPlan, ...]:
-    """The multi-platform images: the items of multi-platform entries, by entry and platform-free id."""
-    members: dict[tuple[str, str], list[tuple[Item, Group]]] = defaultdict(list)
-    for group in groups:
-        for item in group.items:
-            if item.entry.multi_platform:
-                members[(item.entry.name, item.index_id)].append((item, group))
-    return tuple(_index(ident, found) for (_, ident), found in members.items())
+def _indexes(m: Matrix, groups: tuple[Group, ...], every: list[Item]) -> tuple[IndexPlan, ...]:
+    """The multi-platform images with at least one platform in this run, by entry and platform-free id."""
+    plans = {item.id: g.plan for g in groups for item in g.items}
+    selected = {key for item in plans if (key := _key_of(every, item))}
+    found: dict[tuple[str, str], list[Item]] = defaultdict(list)
+    for item in every:
+        if item.entry.multi_platform and (item.entry.name, item.index_id) in selected:
+            found[(item.entry.name, item.index_id)].append(item)
+    return tuple(_index(m, ident, tuple(items), plans) for (_, ident), items in found.items())
 
 
-def _index(ident: str, found: list[tuple[Item, Group]]) -> IndexPlan:
-    items = tuple(item for item, _ in found)
-    unplanned = [g for _, g in found if g.plan is None]
-    if unplanned:
-        return IndexPlan(ident, items, None, problem=f"{unplanned[0].name}: {unplanned[0].problem}")
-    plans = {item.combo.platform: g.plan for item, g in found if g.plan is not None}
-    flavor = items[0].flavor  # one multi-platform image: one flavor on every platform
-    tags = index_tags({p: plan.target(flavor).tags for p, plan in plans.items()})
-    return IndexPlan(ident, items, tags, combined_hash({p: plan.content_hash for p, plan in plans.items()}))
+def _key_of(every: list[Item], ident: str) -> tuple[str, str] | None:
+    item = next((i for i in every if i.id == ident), None)
+    return (item.entry.name, item.index_id) if item is not None and item.entry.multi_platform else None
+
+
+def _index(m: Matrix, ident: str, items: tuple[Item, ...], planned: dict[str, Plan | None]) -> IndexPlan:
+    members, plans = [], {}
+    for item in items:
+        plan, problem = planned.get(item.id), "its group could not be planned"
+        if item.id not in planned:
+            try:
+                plan = make_plan(m, item.combo, item.options)
+            except TorchyardError as exc:
+                problem = str(exc)
+        if plan is None:
+            return IndexPlan(ident, (), None, problem=f"{item.id}: {problem}")
+        tag = member_tag(plan.target(item.flavor).tags.immutable, item.combo.platform)
+        members.append(IndexMember(item, tag, plan.content_hash, item.id in planned))
+        plans[item.combo.platform] = plan
+    tags = index_tags({p: plan.target(items[0].flavor).tags for p, plan in plans.items()})
+    return IndexPlan(ident, tuple(members), tags, combined_hash({p: plan.content_hash for p, plan in plans.items()}))
 
 
 def _aliases(groups: tuple[Group, ...], indexes: tuple[IndexPlan, ...]) -> tuple[AliasMove, ...]:
@@ -137,8 +168,8 @@ def _aliases(groups: tuple[Group, ...], indexes: tuple[IndexPlan, ...]) -> tuple
                     carriers[alias].append(item)
     for index in indexes:
         for alias in index.tags.aliases if index.tags else ():
-            carriers[alias] += index.members
-            index_of.update({item.id: index for item in index.members})
+            carriers[alias] += index.selected  # the others are checked in the registry when the index is written
+            index_of.update({item.id: index for item in index.selected})
     moves = []
     for alias, carried in sorted(carriers.items()):
         owner = max(carried, key=lambda i: i.combo.torch.version)

@@ -24,8 +24,7 @@ from builder.multiplatform import IndexResult, publish_index
 from builder.pipeline import BuildSettings, build
 from builder.plan import Plan
 from builder.process import reset_cancel, stop_all
-from builder.publish.items import Item
-from builder.publish.plan import Group, IndexPlan, PublishPlan
+from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.redact import redact
 from builder.registry import Registry
 from builder.tags import ImageTags
@@ -201,27 +200,23 @@ def _write_indexes(
             reason = "--no-push: an index lives in a registry"
             found.append(IndexResult(index.tags.immutable, AliasStatus.HELD, reason=reason))
             continue
-        members = {m.combo.platform: pplan.group_of(m).immutable(m) for m in index.members}
-        problems = {m.combo.platform: _member_problem(pplan, m, results, members[m.combo.platform], registry,
-                                                      settings.repo) for m in index.members}  # fmt: skip
+        members = {m.item.combo.platform: m.tag for m in index.members}
+        problems = {m.item.combo.platform: _member_problem(m, results, registry, settings.repo) for m in index.members}
         failed = {p: why for p, why in problems.items() if why}
         immutable = ImageTags(index.tags.immutable, ())
         found.append(publish_index(registry, settings.repo, immutable, members, index.content_hash, log, failed))
     return found
 
 
-def _member_problem(
-    pplan: PublishPlan, item: Item, results: dict[str, ItemResult], tag: str, registry: Registry, repo: str
-) -> str:
+def _member_problem(member: IndexMember, results: dict[str, ItemResult], registry: Registry, repo: str) -> str:
     """Why this platform's image cannot join its index ("" when it can): it failed in this run, or this run did
-    not build it (--only) and the registry does not hold it with its current content."""
-    result = results.get(item.id)
+    not build it (--only, one platform per CI job) and the registry does not hold it with its content."""
+    result = results.get(member.item.id)
     if result is not None:
         return "" if result.status in (Status.BUILT, Status.SKIPPED) else (result.reason.splitlines() or [""])[0]
-    plan = pplan.group_of(item).plan
-    if plan is not None and registry.holds(f"{repo}:{tag}", plan.content_hash, item.combo.platform.value):
+    if registry.holds(f"{repo}:{member.tag}", member.content_hash, member.item.combo.platform.value):
         return ""
-    return f"{repo}:{tag} is not published with its current content (not built by this run)"
+    return f"{repo}:{member.tag} is not published with its current content (this run did not build it)"
 
 
 def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> BuildSettings:
@@ -297,7 +292,7 @@ def _move_index_alias(
     if index.tags.immutable not in written:
         log(f"HOLD  {settings.repo}:{alias}: its index {target} was not written")
         return AliasResult(alias, AliasStatus.HELD, target, f"its index {index.tags.immutable} was held")
-    members = {m.combo.platform: pplan.group_of(m).immutable(m) for m in index.members}
+    members = {m.item.combo.platform: m.tag for m in index.members}
     done = publish_index(registry, settings.repo, ImageTags(alias, ()), members, index.content_hash, log)
     return AliasResult(alias, done.status, target, done.reason)
 

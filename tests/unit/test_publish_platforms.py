@@ -15,7 +15,7 @@ from builder.kinds import AliasStatus, Platform, Status
 from builder.multiplatform import combined_hash
 from builder.plan import make_plan
 from builder.publish.export import bake, github_matrix
-from builder.publish.items import expand
+from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish
 
@@ -37,11 +37,13 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
 
 
-def run(fakes: PublishFakes, tmp_path: Path, **options: object) -> tuple[Report, list[str]]:
+def run(
+    fakes: PublishFakes, tmp_path: Path, every: list[Item] | None = None, **options: object
+) -> tuple[Report, list[str]]:
     settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
     log: list[str] = []
-    report = publish(plan_publish(fakes.m, fakes.items, []), settings, log.append, fakes.factory, fakes.registry_for)
-    return report, log
+    pplan = plan_publish(fakes.m, fakes.items, [], every)
+    return publish(pplan, settings, log.append, fakes.factory, fakes.registry_for), log
 
 
 # --- the set -------------------------------------------------------------------------------------------
@@ -95,7 +97,9 @@ def test_an_entry_asking_for_wheels_a_platform_lacks_is_refused_with_its_line(
 
 def test_an_unknown_platform_is_refused(tmp_path: Path) -> None:
     with pytest.raises(MatrixError) as raised:
-        matrix_with('[[publish]]\nname = "x"\ntorch = "==2.14.1"\nos = ["debian12"]\nplatforms = ["riscv64"]\n', tmp_path)
+        matrix_with(
+            '[[publish]]\nname = "x"\ntorch = "==2.14.1"\nos = ["debian12"]\nplatforms = ["riscv64"]\n', tmp_path
+        )
     assert "publish[x].platforms: platform: 'riscv64' is not a platform torchyard builds for" in str(raised.value)
 
 
@@ -114,7 +118,7 @@ def test_an_arm64_only_entry_takes_arm64s_pypi_default_and_its_own_tags(tmp_path
 
 def test_every_platform_passes_then_the_index_and_its_alias_are_written(tmp_path: Path) -> None:
     fakes = fakes_for(BOTH, tmp_path)
-    report, log = run(fakes, tmp_path)
+    report, _ = run(fakes, tmp_path)
     assert sorted(fakes.pushed()) == [f"{REPO}:{TAG}-amd64", f"{REPO}:{TAG}-arm64"]
     assert fakes.registry.written == [f"{REPO}:{TAG}", f"{REPO}:{ALIAS}"]
     members, _ = fakes.registry.indexes[f"{REPO}:{TAG}"]
@@ -128,7 +132,7 @@ def test_every_platform_passes_then_the_index_and_its_alias_are_written(tmp_path
 def test_a_failing_platform_holds_the_index_and_its_alias_and_says_why(tmp_path: Path) -> None:
     fakes = fakes_for(BOTH, tmp_path)
     fakes.fault(ARM64, smoke_fail_platform="linux/arm64")
-    report, log = run(fakes, tmp_path)
+    report, _ = run(fakes, tmp_path)
     assert fakes.pushed() == [f"{REPO}:{TAG}-amd64"]
     assert fakes.registry.written == []
     [index] = report.indexes
@@ -149,7 +153,7 @@ def test_a_rerun_skips_the_unchanged_index_without_pulling_or_writing(tmp_path: 
     run(fakes, tmp_path)
     fakes.registry.written.clear()
     again = PublishFakes(fakes.m, fakes.items, registry=fakes.registry)
-    report, log = run(again, tmp_path)
+    report, _ = run(again, tmp_path)
     assert [op for op, _ in again.ops() if op in ("build", "pull", "push")] == []
     assert fakes.registry.written == []
     assert [i.status for i in report.indexes] == [AliasStatus.UNCHANGED]
@@ -163,9 +167,22 @@ def test_one_platform_published_alone_joins_the_index_when_the_other_is_already_
     assert fakes.registry.written == []
     arm64_only = PublishFakes(fakes.m, [i for i in fakes.items if i.combo.platform is Platform.ARM64],
                               registry=fakes.registry)  # fmt: skip
-    report, _ = run(arm64_only, tmp_path)
+    report, _ = run(arm64_only, tmp_path, every=fakes.items)
     assert [i.status for i in report.indexes] == [AliasStatus.MOVED]
     assert fakes.registry.written == [f"{REPO}:{TAG}", f"{REPO}:{ALIAS}"]
+    members, _ = fakes.registry.indexes[f"{REPO}:{TAG}"]
+    assert members == {p: fakes.registry.images[f"{REPO}:{TAG}-{p[6:]}"][1] for p in ("linux/amd64", "linux/arm64")}
+
+
+def test_one_platform_alone_holds_the_index_when_the_other_is_not_published(tmp_path: Path) -> None:
+    fakes = fakes_for(BOTH, tmp_path)
+    arm64_only = PublishFakes(fakes.m, [i for i in fakes.items if i.combo.platform is Platform.ARM64])
+    report, _ = run(arm64_only, tmp_path, every=fakes.items)
+    [index] = report.indexes
+    assert index.status is AliasStatus.HELD and arm64_only.registry.written == []
+    assert index.reason == (
+        f"linux/amd64 failed: {REPO}:{TAG}-amd64 is not published with its current content (this run did not build it)"
+    )
 
 
 # --- the exports ----------------------------------------------------------------------------------------
