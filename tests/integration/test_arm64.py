@@ -21,6 +21,7 @@ from kit import REGISTRY, Run, docker, torchyard
 
 from builder.net.http import Http, Policy
 from builder.oci.client import Distribution
+from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import parse_repo
 
 pytestmark = pytest.mark.docker
@@ -115,3 +116,40 @@ def test_smoke_refuses_the_arm64_image_as_this_machines_platform(arm64: Arm64Bui
         f"torchyard: error: smoke: {ref} is a linux/arm64 image, not linux/amd64 (--platform (default: this "
         "machine's))\n"
     )
+
+
+# --- multi-platform (issue 15.2) -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arm64_only_mirror(emulation: None) -> str:
+    """A Docker Hub mirror whose debian:bookworm-slim is an index of the arm64 base alone: an amd64 build from it
+    fails at its FROM, in seconds and whatever the network reaches, while the arm64 one builds from cache."""
+    mirror = f"{REGISTRY}/torchyard-test-{RUN_ID}/arm64only"
+    copied = torchyard("promote", f"{MIRROR}/library/debian:bookworm-slim-arm64", f"{mirror}/library/debian:copy")
+    assert copied.code == 0, copied.text
+    client = _client()
+    repo = parse_repo(f"{mirror}/library/debian")
+    digest = client.platforms(repo, "copy")
+    assert digest is not None
+    write_index(client, repo, "bookworm-slim", [IndexEntry(digest["linux/arm64"], "linux/arm64")])
+    return mirror
+
+
+def test_a_platform_that_fails_holds_the_index_and_the_other_stays_addressable(
+    arm64: Arm64Build, arm64_only_mirror: str, tmp_path: Path
+) -> None:
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/multi-held"
+    flags = [f if f != MIRROR else arm64_only_mirror for f in ARM64_FLAGS]
+    flags[flags.index("linux/arm64")] = "linux/amd64,linux/arm64"
+    run = torchyard("build", *flags, "--repo", repo, "--push", "-o", str(tmp_path / "ctx"))
+    assert run.code == 4, run.text[-3000:]
+    assert run.err == f"torchyard: error: linux/amd64 failed; held: {TAG.removesuffix('-arm64')}\n"
+    index_line = next(line for line in run.out.splitlines() if line.startswith("index "))
+    assert index_line.startswith(f"index        held        {repo}:{TAG.removesuffix('-arm64')} linux/amd64 failed: ")
+    client = _client()
+    assert client.manifest(parse_repo(repo), TAG.removesuffix("-arm64")) is None  # nothing under the held tag
+    found = client.platforms(parse_repo(repo), TAG)  # the arm64 image passed: pushed as <tag>-arm64
+    assert found is not None and list(found) == ["linux/arm64"]
+    pulled = docker("pull", f"{repo}@{found['linux/arm64']}")
+    assert pulled.returncode == 0, pulled.stderr
