@@ -17,12 +17,18 @@ from pathlib import Path
 
 import pytest
 from conftest import RUN_ID
-from kit import REGISTRY, Run, docker, torchyard
+from kit import REGISTRY, ROOT, Run, docker, torchyard
+from oci_kit import push_image
 
+from builder.matrix import load_matrix
 from builder.net.http import Http, Policy
 from builder.oci.client import Distribution
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import parse_repo
+from builder.plan import CONTENT_LABEL
+from builder.publish.items import expand
+from builder.publish.plan import plan_publish
+from builder.render.network import NetworkFlags, resolve_network
 
 pytestmark = pytest.mark.docker
 
@@ -153,3 +159,52 @@ def test_a_platform_that_fails_holds_the_index_and_the_other_stays_addressable(
     assert found is not None and list(found) == ["linux/arm64"]
     pulled = docker("pull", f"{repo}@{found['linux/arm64']}")
     assert pulled.returncode == 0, pulled.stderr
+
+
+BOTH_ENTRY = """
+[[publish]]
+name = "both"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime"]
+platforms = ["linux/amd64", "linux/arm64"]
+"""
+
+
+def test_publish_joins_the_published_platforms_into_one_index_pulled_back_per_platform(tmp_path: Path) -> None:
+    """The step the GitHub `aliases` job runs (`publish --aliases-only`) against the real registry: both
+    platforms' images are in the registry with their plans' content (small stand-ins here: building the arm64
+    CUDA image emulated takes the better part of an hour, bench/arm64_build.py), so the index is written under
+    the tag and its alias, pulled back per platform by digest, and found unchanged by a rerun."""
+    text = (ROOT / "matrix.toml").read_text()
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text[: text.index("[[publish]]")] + BOTH_ENTRY)
+    m = load_matrix(matrix)
+    items, _ = expand(m, resolve_network(NetworkFlags()))
+    [index] = plan_publish(m, items, []).indexes
+    assert index.tags is not None
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/joined"
+    client, where = _client(), parse_repo(repo)
+    pushed = {
+        member.item.combo.platform.value: push_image(client, where, member.tag, arch=member.item.combo.platform.arch,
+                                                     labels={CONTENT_LABEL: member.content_hash}).digest
+        for member in index.members
+    }  # fmt: skip
+    run = torchyard("--matrix", str(matrix), "publish", "--aliases-only", "--repo", repo, "-o", str(tmp_path / "w"))
+    assert run.code == 0, run.text[-3000:]
+    tag, alias = index.tags.immutable, index.tags.aliases[0]
+    assert f"index {tag}: moved" in run.out and f"alias {alias}: moved -> {repo}:{tag}" in run.out
+    written = client.manifest(where, tag)
+    assert written is not None and written.media_type == "application/vnd.oci.image.index.v1+json"
+    assert written.data["annotations"] == {"io.torchyard.content-hash": index.content_hash}
+    assert client.platforms(where, tag) == pushed and client.manifest(where, alias) == written
+    for expected, digest in pushed.items():
+        ref = f"{repo}@{digest}"
+        pulled = docker("pull", ref)
+        assert pulled.returncode == 0, pulled.stderr
+        arch = docker("image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", ref).stdout.strip()
+        assert arch == expected
+    again = torchyard("--matrix", str(matrix), "publish", "--aliases-only", "--repo", repo, "-o", str(tmp_path / "w"))
+    assert again.code == 0, again.text[-2000:]
+    assert f"index {tag}: unchanged" in again.out and f"alias {alias}: unchanged" in again.out
+    assert client.manifest(where, tag) == written
