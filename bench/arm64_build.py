@@ -1,9 +1,11 @@
 """An arm64 CUDA image built on an x86_64 machine by emulation (QEMU), next to the same image for amd64.
 
-For each platform: `torchyard build --platform P` of one combination (default torch 2.14.1 cu130, Python 3.11,
-Debian 12, runtime), its build time (the docker build), the smoke suite's wall time (emulated on arm64: --small,
-timeouts x10), the image size, and how many build steps BuildKit took from its cache (this script never
-prunes the shared engine's cache: a step shown CACHED was not measured). The base images come from the local
+For each platform: the `docker build` that `torchyard render --platform P` prints for one combination (default
+torch 2.14.1 cu130, Python 3.11, Debian 12, runtime), timed; the image size; how many build steps BuildKit took
+from its cache (this script never prunes the shared engine's cache: a step shown CACHED was not measured); then
+`torchyard smoke --platform P` on it (emulated on arm64: --small, timeouts x10), its wall time and result. The
+build and the smoke suite are run apart (not `torchyard build`) so that an image whose smoke suite fails is
+still measured. The base images come from the local
 multi-platform base (scripts/services) through --registry-mirror. Needs the engine and emulation set up:
 
     sudo scripts/services start
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,34 +39,50 @@ MIRROR = "127.0.0.1:5000/torchyard-base"
 class Measured:
     platform: str
     tag: str
-    total: float  # the whole torchyard build command
-    build: float  # the docker build, as torchyard's summary reports it
-    smoke: float  # the smoke suite's own wall time (its report)
+    build: float  # the docker build torchyard render prints, timed here
     size: int
     steps: int
-    cached: int
-    small: bool
+    cached: int  # build steps BuildKit took from its cache (not measured)
+    smoke: float  # torchyard smoke --platform P (emulated on arm64 here: --small, timeouts x10)
+    smoke_result: str  # "passed", or the first failure
 
 
 def run_build(args: argparse.Namespace, platform: str, out: Path) -> Measured:
-    argv = [sys.executable, "-m", "builder", "build", "--any-host", "--platform", platform, "--torch", args.torch,
+    argv = [sys.executable, "-m", "builder", "render", "--any-host", "--platform", platform, "--torch", args.torch,
             "--variant", args.variant, "--python", "3.11", "--os", "debian12", "--target", args.target,
             "--registry-mirror", MIRROR, "--repo", REPO, "-o", str(out), "--force"]  # fmt: skip
+    rendered = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    if rendered.returncode != 0:
+        sys.exit(f"failed: {' '.join(argv)}\n{rendered.stderr[-3000:]}")
+    line = next(x for x in rendered.stdout.splitlines() if x.startswith("DOCKER_BUILDKIT=1 "))
+    build = shlex.split(line)[1:]
+    build[0] = DOCKER
+    tag = build[build.index("-t") + 1]
+    start = time.monotonic()
+    done = subprocess.run(build, env=dict(os.environ, DOCKER_BUILDKIT="1"), capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - start
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(build)}\n{done.stderr[-3000:]}")
+    steps = set(re.findall(r"^#(\d+) \[", done.stderr, re.M))
+    cached = set(re.findall(r"^#(\d+) CACHED", done.stderr, re.M)) & steps
+    size = subprocess.run([DOCKER, "image", "inspect", "-f", "{{.Size}}", tag], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    smoke_seconds, result = run_smoke(tag, platform, out / "smoke.json")
+    return Measured(platform, tag.rsplit(":", 1)[1], seconds, int(size.stdout.strip() or 0), len(steps), len(cached),
+                    smoke_seconds, result)  # fmt: skip
+
+
+def run_smoke(tag: str, platform: str, report: Path) -> tuple[float, str]:
+    argv = [sys.executable, "-m", "builder", "smoke", tag, "--platform", platform, "--report", str(report)]
     start = time.monotonic()
     done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
-    total = time.monotonic() - start
-    if done.returncode != 0:
-        sys.exit(f"failed: {' '.join(argv)}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    line = next(x for x in done.stdout.splitlines() if x.startswith(f"{args.target} ") and " built " in x)
-    ref, seconds = line.split()[2], line.split()[3]
-    report = json.loads((out / f"smoke-{args.target}.json").read_text())
-    log = (out / f"build-{args.target}.log").read_text()
-    steps = set(re.findall(r"^#(\d+) \[", log, re.M))
-    cached = set(re.findall(r"^#(\d+) CACHED", log, re.M))
-    size = subprocess.run([DOCKER, "image", "inspect", "-f", "{{.Size}}", ref], capture_output=True, text=True,
-                          check=False)  # fmt: skip
-    return Measured(platform, ref.rsplit(":", 1)[1], total, float(seconds.rstrip("s")), float(report["seconds"]),
-                    int(size.stdout.strip() or 0), len(steps), len(cached & steps), bool(report["small"]))  # fmt: skip
+    seconds = time.monotonic() - start
+    if done.returncode == 0:
+        return seconds, "passed"
+    if report.exists():
+        failed = [c for c in json.loads(report.read_text())["checks"] if c["status"] == "failed"]
+        return seconds, f"{len(failed)} failed, first: {failed[0]['name']}: {failed[0]['message']}" if failed else "?"
+    return seconds, (done.stderr.strip().splitlines() or ["no report"])[-1][:200]
 
 
 def remove_images() -> None:
@@ -79,14 +98,13 @@ def markdown(args: argparse.Namespace, rows: list[Measured]) -> str:
         f"torch {args.torch} {args.variant}, Python 3.11, Debian 12, {args.target}; this machine: "
         f"{os.cpu_count()} CPUs, x86_64; arm64 by QEMU user emulation (binfmt, qemu-user-static)",
         "",
-        "| platform | docker build | smoke suite | whole command | image size | steps from cache |",
+        "| platform | docker build | image size | steps from cache | smoke suite | smoke result |",
         "|---|---|---|---|---|---|",
     ]
     for m in rows:
-        smoke = f"{m.smoke:.0f} s" + (" (emulated, --small)" if m.small else "")
         lines.append(
-            f"| {m.platform} | {m.build:.0f} s | {smoke} | {m.total:.0f} s | {m.size / 1e9:.2f} GB | "
-            f"{m.cached} of {m.steps} |"
+            f"| {m.platform} | {m.build:.0f} s | {m.size / 1e9:.2f} GB | {m.cached} of {m.steps} | {m.smoke:.0f} s "
+            f"| {m.smoke_result[:160]} |"
         )
     return "\n".join(lines)
 
