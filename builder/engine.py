@@ -33,6 +33,7 @@ class EngineInfo:
     api_version: str
     client: str
     buildx: bool
+    platform: str = "linux/amd64"  # the engine's own os/architecture: other platforms run emulated
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,8 @@ class DockerEngine:
                 f"cache mounts need API >= {MIN_API[0]}.{MIN_API[1]} (Docker 18.09)"
             )
         cli, buildx = find_build_client()
-        return EngineInfo(str(version.get("Version")), api, cli, buildx)
+        platform = f"{version.get('Os', 'linux')}/{version.get('Arch', 'amd64')}"
+        return EngineInfo(str(version.get("Version")), api, cli, buildx, platform)
 
     def _sdk(self) -> Any:
         if self._client is None:

@@ -13,3 +13,4 @@ ANY_HOST = "TORCHYARD_ANY_HOST"  # "1": build/render choose for any machine, not
 DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret
 PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/provenance.py)
+REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]

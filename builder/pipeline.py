@@ -7,7 +7,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from builder.context_dir import write_context
@@ -21,7 +21,8 @@ from builder.redact import redact
 from builder.registry import Registry
 from builder.render.context import cuda_home
 from builder.stage_times import StageTimes
-from builder.suite import SmokeOptions, SmokeReport, run_smoke
+from builder.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
+from builder.tags import member_tag
 from builder.verify import check_extension_code, check_labels, check_tag
 
 Log = Callable[[str], None]
@@ -42,6 +43,8 @@ class BuildSettings:
     force: bool = False  # write into a non-empty output folder torchyard did not write
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
     progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/progress.py)
+    member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
+    # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
 
 
 @dataclass
@@ -63,9 +66,9 @@ def build(
 ) -> list[Outcome]:
     targets = [plan.target(flavor) for flavor in settings.flavors]
     write_context(plan, settings.out_dir, force=settings.force)
-    engine.info()  # says exactly what is missing before the first build
+    native = engine.info().platform  # says exactly what is missing before the first build
     registry = registry or Registry(settings.auth)
-    outcomes = [Outcome(t.flavor, f"{settings.repo}:{t.tags.immutable}") for t in targets]
+    outcomes = [Outcome(t.flavor, _refs(settings, plan, t)[0]) for t in targets]
     todo = []
     for target, outcome in zip(targets, outcomes, strict=True):
         if _up_to_date(engine, registry, plan, target, settings, outcome, log):
@@ -74,13 +77,13 @@ def build(
             todo.append((target, outcome))
     with _secret_files(plan, settings, bool(todo)) as secret_files:
         for target, outcome in todo:
-            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files)
+            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, native)
     check_cancelled("tagging")
     for target, outcome in todo:  # every requested image passed: only now are tags applied
-        for ref in _refs(settings, target):
+        for ref in _refs(settings, plan, target):
             engine.tag(outcome.image_id, ref)
         outcome.status = Status.BUILT
-        log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, target))}")
+        log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, plan, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):
             check_cancelled("pushing")
@@ -88,7 +91,10 @@ def build(
     return outcomes
 
 
-def _refs(settings: BuildSettings, target: TargetPlan) -> tuple[str, ...]:
+def _refs(settings: BuildSettings, plan: Plan, target: TargetPlan) -> tuple[str, ...]:
+    """The immutable tag first, then the aliases (unless left to the caller)."""
+    if settings.member:
+        return (f"{settings.repo}:{member_tag(target.tags.immutable, plan.combination.platform)}",)
     refs = tag_refs(settings.repo, target)
     return refs if settings.aliases else refs[:1]
 
@@ -141,6 +147,7 @@ def _build_and_verify(
     outcome: Outcome,
     log: Log,
     secret_files: dict[str, str],
+    native: str,
 ) -> None:
     name = target.flavor.value
     start = time.monotonic()
@@ -169,7 +176,10 @@ def _build_and_verify(
             provenance=settings.provenance,
         )
         log(f"[{name}] building (log: {log_path})")
-        outcome.image_id = engine.build(request, on_line)
+        try:
+            outcome.image_id = engine.build(request, on_line)
+        except BuildError as exc:
+            raise BuildError(_emulation_hint(str(exc), request.platform, native)) from None
     outcome.seconds = time.monotonic() - start
     outcome.stages = times.stages()
     image = engine.inspect(outcome.image_id)
@@ -177,9 +187,9 @@ def _build_and_verify(
         raise BuildError(f"[{name}] the engine lost the image it just built ({outcome.image_id})")
     check_labels(plan, target, image)
     smoke_start = time.monotonic()
-    outcome.smoke = _smoke(engine, plan, target, settings, outcome, log)
+    outcome.smoke = _smoke(engine, plan, target, settings, outcome, log, native)
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
-    check_tag(plan, target, outcome.smoke.observed)
+    check_tag(plan, target, outcome.smoke.observed, str(outcome.smoke.data.get("machine") or ""))
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = cuda_home(plan.combination, plan.strategy) or "/usr/local/cuda"
         outcome.notes.append(
@@ -188,18 +198,30 @@ def _build_and_verify(
         log(f"[{name}] extension code: {outcome.notes[-1]}")
 
 
+def _emulation_hint(message: str, platform: str | None, native: str) -> str:
+    """A foreign platform's RUN steps fail with "exec format error" where no emulator is registered."""
+    if platform is None or platform == native or "exec format error" not in message:
+        return message
+    return (
+        f"{message} -- {platform} steps cannot run on this {native} engine: register QEMU's binfmt handlers "
+        "(Debian/Ubuntu: apt-get install qemu-user-static binfmt-support; scripts/services start does it)"
+    )
+
+
 def _smoke(
-    engine: Engine, plan: Plan, target: TargetPlan, settings: BuildSettings, outcome: Outcome, log: Log
+    engine: Engine, plan: Plan, target: TargetPlan, settings: BuildSettings, outcome: Outcome, log: Log, native: str
 ) -> SmokeReport:
     name = target.flavor.value
     log(f"[{name}] smoke suite ({'GPU checks on ' + settings.gpus if settings.gpus else 'no-GPU checks'})")
     arch = plan.custom_archs[0].name if plan.custom_archs else None
-    report = run_smoke(
-        engine,
-        outcome.image_id,
-        SmokeOptions(arch=arch, gpus=settings.gpus, require_gpu=bool(settings.gpus)),
-        in_image=True,
+    platform = plan.combination.platform.value
+    options = for_platform(
+        SmokeOptions(arch=arch, gpus=settings.gpus, require_gpu=bool(settings.gpus)), platform, native
     )
+    if options.small:
+        scale = f"timeouts x{options.timeout_scale:g}"
+        log(f"[{name}] {platform} runs emulated on this {native} engine: smaller training check, {scale}")
+    report = run_smoke(engine, outcome.image_id, options, in_image=True)
     (settings.out_dir / f"smoke-{name}.json").write_text(__import__("json").dumps(report.data, indent=2))
     if settings.gpus is None:
         skipped = [c["name"] for c in report.checks if c["name"].startswith("gpu.") and c["status"] == "skipped"]
@@ -207,7 +229,8 @@ def _smoke(
     if not report.ok:
         raise BuildError(f"[{name}] smoke suite failed, nothing tagged: {'; '.join(report.failures())}")
     for arch in settings.require_archs:
-        required = run_smoke(engine, outcome.image_id, SmokeOptions(arch=arch, only=("arch.",)), in_image=True)
+        only = replace(options, arch=arch, gpus=None, require_gpu=False, only=("arch.",))
+        required = run_smoke(engine, outcome.image_id, only, in_image=True)
         if not required.ok:
             raise BuildError(f"[{name}] required architecture {arch}: {'; '.join(required.failures())}")
         log(f"[{name}] required architecture {arch}: code present")
@@ -227,7 +250,7 @@ def _push(
 ) -> None:
     """The immutable tag first, then the aliases; refs already holding this content are left alone."""
     name = target.flavor.value
-    for ref in _refs(settings, target):
+    for ref in _refs(settings, plan, target):
         if registry.holds(ref, plan.content_hash):
             continue
         if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind

@@ -23,7 +23,7 @@ from builder.render.dockerfile_context import dockerfile_context
 from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT, layer_plan
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
-from builder.render.pinning import pinned
+from builder.render.pinning import mirrored, pinned
 from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -92,7 +92,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
     f = Facts(m)
     archs = ctx.archs_for(c, options)
     ctx.check_archs(m, c, archs)
-    bases = pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform)
+    bases = mirrored(pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform), options.registry_mirror)
     try:
         nvcc = ctx.nvcc_pip(c, options.strategy)
         unavailable: tuple[tuple[Flavor, str], ...] = ()
@@ -225,6 +225,7 @@ def build_request(
         secrets=tuple((s.id, secret_files.get(s.id, s.source)) for s in plan.secrets),
         labels=tuple(sorted((dict(provenance) | plan.build_labels()).items())),
         tags=tag_refs(repo, plan.target(flavor)) if tags else (),
+        platform=plan.combination.platform.value,  # always said: the plan's wheels are this platform's
     )
 
 
@@ -233,6 +234,7 @@ def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[st
     return {
         "schema": 1,
         "id": plan.id,
+        "platform": plan.combination.platform.value,
         "strategy": plan.strategy.value,
         "arch_list": [a.name for a in plan.archs],
         "base_images": list(plan.base_images),

@@ -14,6 +14,7 @@ from builder.engine import RegistryAuth, split_ref
 from builder.net.http import Http, Policy
 from builder.oci.auth import docker_login
 from builder.oci.client import Distribution
+from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import DOCKER_HUB, RepoRef, parse_repo
 from builder.plan import CONTENT_LABEL
 
@@ -21,6 +22,7 @@ __all__ = ["DOCKER_HUB", "TIMEOUT", "Registry", "RepoRef", "docker_login", "pars
 
 TIMEOUT = 30
 DEFAULT_PLATFORM = "linux/amd64"
+INDEX_CONTENT = "io.torchyard.content-hash"  # the annotation of a multi-platform index: its content identity
 
 
 class Registry:
@@ -42,3 +44,31 @@ class Registry:
         """Whether the tag already holds an image with exactly this content hash (for `platform`)."""
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
+
+    # -- multi-platform images (builder/multiplatform.py) ---------------------------------------------------
+
+    def index_content(self, ref: str) -> str | None:
+        """The content identity torchyard wrote on the index under repo:tag; None when the tag is missing, is a
+        single image, or is an index torchyard did not write."""
+        repo, tag = split_ref(ref)
+        found = self.client.manifest(parse_repo(repo), tag)
+        if found is None or not found.is_index:
+            return None
+        value = (found.data.get("annotations") or {}).get(INDEX_CONTENT)
+        return str(value) if value else None
+
+    def platform_digest(self, ref: str, platform: str) -> str | None:
+        """The digest of the image manifest under repo:tag when it is one image of `platform`; None otherwise."""
+        repo, tag = split_ref(ref)
+        found = self.client.platforms(parse_repo(repo), tag)
+        if found is None or list(found) != [platform]:
+            return None
+        return found[platform]
+
+    def put_index(self, ref: str, members: dict[str, str], content_hash: str) -> str:
+        """An OCI image index of {platform: image manifest digest} (each checked in the registry first) under
+        repo:tag, annotated with its content identity; returns its digest."""
+        repo, tag = split_ref(ref)
+        entries = [IndexEntry(digest, platform) for platform, digest in members.items()]
+        written = write_index(self.client, parse_repo(repo), tag, entries, annotations={INDEX_CONTENT: content_hash})
+        return written.digest

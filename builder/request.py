@@ -4,17 +4,19 @@ the flavors `--target` selects. The one library entry render, build and the expo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builder.errors import RenderError
-from builder.kinds import Flavor, Target
+from builder.kinds import Flavor, Platform, Target
 from builder.matrix.model import Matrix
 from builder.plan import Plan, make_plan
 from builder.render.context import bases
 from builder.render.options import RenderOptions
 from builder.resolve.choose import Choice, choose
 from builder.resolve.combos import Combination
+from builder.resolve.facts import Facts
 from builder.resolve.query import Query
+from builder.resolve.resolver import evaluate
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,11 @@ class Chosen:
     plan: Plan
     flavors: tuple[Flavor, ...]
     notes: tuple[str, ...]  # what --target all left out, and why
+    more: tuple[Plan, ...] = ()  # --platform A,B: the same combination's plans for the other platforms
+
+    @property
+    def plans(self) -> tuple[Plan, ...]:
+        return (self.plan, *self.more)
 
 
 def buildable_problem(m: Matrix, options: RenderOptions) -> Callable[[Combination], str | None]:
@@ -44,6 +51,33 @@ def choose_plan(m: Matrix, q: Query, options: RenderOptions, target: Target) -> 
     plan = make_plan(m, choice.result.combo, options)
     flavors, notes = select_flavors(plan, target)
     return Chosen(choice, plan, flavors, notes)
+
+
+def choose_plans(
+    m: Matrix, q: Query, options: RenderOptions, target: Target, platforms: tuple[Platform, ...]
+) -> Chosen:
+    """One combination for several platforms (a multi-platform image): the best one that is valid and buildable
+    on every platform asked, planned once per platform."""
+    first, others = platforms[0], platforms[1:]
+    f, buildable = Facts(m), buildable_problem(m, options)
+
+    def problem(c: Combination) -> str | None:
+        found = buildable(c)
+        for platform in others if found is None else ():
+            failure = evaluate(f, replace(q, platform=platform), replace(c, platform=platform)).first_failure
+            if failure is not None:
+                return f"not on {platform.value}: {failure.reason}"
+        return found
+
+    choice = choose(m, replace(q, platform=first), problem)
+    combo = choice.result.combo
+    plan = make_plan(m, combo, options)
+    flavors, notes = select_flavors(plan, target)
+    more = tuple(make_plan(m, replace(combo, platform=p), options) for p in others)
+    for other in more:
+        for flavor in flavors:
+            other.target(flavor)  # a flavor one platform cannot have: one RenderError with the reason
+    return Chosen(choice, plan, flavors, notes, more)
 
 
 def select_flavors(plan: Plan, target: Target) -> tuple[tuple[Flavor, ...], tuple[str, ...]]:

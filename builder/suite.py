@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,19 @@ class SmokeOptions:
     use_host_copy: bool = False
     only: tuple[str, ...] = ()  # run only the checks whose names start with these
     timeout: float = 1800
+    small: bool = False  # smaller problems: the image runs emulated (another platform) or on a simulated GPU
+    timeout_scale: float = 1.0  # every check's timeout (and the whole run's) times this
+
+
+EMULATED_TIMEOUT_SCALE = 10.0  # QEMU runs aarch64 torch several times slower than the host runs x86_64 torch
+
+
+def for_platform(options: SmokeOptions, image_platform: str, engine_platform: str) -> SmokeOptions:
+    """The same options, scaled for emulation when the image's platform is not the engine's own: the suite's
+    training check shrinks (--small) and every timeout grows, so a slow emulated CPU is not a failed check."""
+    if image_platform == engine_platform:
+        return options
+    return replace(options, small=True, timeout_scale=max(options.timeout_scale, EMULATED_TIMEOUT_SCALE))
 
 
 @dataclass(frozen=True)
@@ -72,10 +85,11 @@ def run_smoke(engine: Engine, image: str, options: SmokeOptions, *, in_image: bo
             mounts.append(Mount(str(options.expect_file.resolve()), "/torchyard-expect.json"))
             command += ["--expect", "/torchyard-expect.json"]
         command += _flags(options)
-        result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=options.timeout)
+        timeout = options.timeout * options.timeout_scale
+        result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=timeout)
         if result.exit_code == 127:  # no `python` on PATH: many images only have python3
             command[0] = "python3"
-            result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=options.timeout)
+            result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=timeout)
         report_path = Path(tmp) / "smoke.json"
         if result.timed_out or not report_path.exists():
             reason = "timed out" if result.timed_out else f"exited {result.exit_code} without a report"
@@ -92,4 +106,8 @@ def _flags(options: SmokeOptions) -> list[str]:
         flags += [f"--expect-{key}", value]
     for prefix in options.only:
         flags += ["--only", prefix]
+    if options.small:
+        flags.append("--small")
+    if options.timeout_scale != 1.0:
+        flags += ["--timeout-scale", f"{options.timeout_scale:g}"]
     return flags

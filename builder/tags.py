@@ -6,6 +6,9 @@ Scheme (docs/tags.md):
   aliases    <torch X.Y>-cuda<X.Y>[-py<P>-<os>]-<flavor>[-cuda-base][-<archs>][-x<id>]
              (only on the newest patch of X.Y with that variant and Python: it moves forward, never back)
              latest-<flavor>   (only for the newest torch, its PyPI default variant, on the default OS/Python)
+  platform   linux/amd64 adds nothing; another platform's tags end in -<arch> (-arm64). A multi-platform
+             publish writes an image index under the platform-free tags and tags each platform's image
+             <immutable>-<arch> (-amd64 too), so every image stays addressable (docs/tags.md).
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from dataclasses import dataclass
 
 from builder.archs import Arch
 from builder.errors import RenderError
-from builder.kinds import Flavor, Strategy
-from builder.matrix.model import Matrix
+from builder.kinds import Flavor, Platform, Strategy
+from builder.matrix.model import Matrix, TorchRelease
 from builder.names import check_tag
 from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
@@ -52,6 +55,21 @@ def suffix(flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: 
     return "-".join(parts)
 
 
+def platform_suffix(platform: Platform) -> str:
+    """'' for linux/amd64 (the tags of every image before arm64 existed), else '-<arch>' (-arm64)."""
+    return "" if platform is Platform.AMD64 else f"-{platform.arch}"
+
+
+def index_tag(tag: str, platform: Platform) -> str:
+    """A platform's tag without its platform part: 2.5.1-cpu-py3.11-debian12-runtime-arm64 -> ...-runtime."""
+    return tag.removesuffix(platform_suffix(platform))
+
+
+def member_tag(tag: str, platform: Platform) -> str:
+    """The tag of one platform's image inside a multi-platform set: <index tag>-<arch> (-amd64 too)."""
+    return f"{index_tag(tag, platform)}-{platform.arch}"
+
+
 def extras_id(options: RenderOptions) -> str | None:
     """A short id of what the user added (packages, requirements, user, labels, extensions), so images
     built with different additions never share an immutable tag; None when nothing was added."""
@@ -74,21 +92,28 @@ def default_os_python(m: Matrix) -> tuple[str, str]:
 
 
 def _newest_patch(m: Matrix, c: Combination) -> bool:
-    """No later release of this torch X.Y offers the same variant for the same Python."""
+    """No later release of this torch X.Y offers the same variant for the same Python on the same platform."""
     v = c.torch.version
     return not any(
-        (t.version.major, t.version.minor) == (v.major, v.minor)
-        and t.version > v
-        and t.variant(c.variant.name) is not None
-        and c.python in t.python
-        for t in m.torch
+        (t.version.major, t.version.minor) == (v.major, v.minor) and t.version > v and _offers(t, c) for t in m.torch
+    )
+
+
+def _offers(release: TorchRelease, c: Combination) -> bool:
+    variant = release.variant(c.variant.name)
+    wheels = release.on(c.platform)
+    return (
+        variant is not None
+        and variant.build(c.platform) is not None
+        and wheels is not None
+        and c.python in wheels.python
     )
 
 
 def image_tags(
     m: Matrix, c: Combination, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
 ) -> ImageTags:
-    suffix_ = suffix(flavor, strategy, archs, extras)
+    suffix_ = suffix(flavor, strategy, archs, extras) + platform_suffix(c.platform)
     immutable = f"{c.torch.version}-{_stack(c)}-py{c.python}-{c.os.name}-{suffix_}"
     platform = "" if (c.os.name, c.python) == default_os_python(m) else f"-py{c.python}-{c.os.name}"
     cuda = f"cuda{minor_str(c.variant.cuda)}" if c.variant.cuda else "cpu"

@@ -7,10 +7,10 @@ import json
 from builder.archs import Arch
 from builder.engine import Engine, ImageInfo
 from builder.errors import BuildError
-from builder.kinds import Flavor, Strategy
+from builder.kinds import Flavor, Platform, Strategy
 from builder.plan import Plan, TargetPlan
 from builder.smoke.manifest import Observed
-from builder.tags import suffix
+from builder.tags import platform_suffix, suffix
 
 
 def check_labels(plan: Plan, target: TargetPlan, image: ImageInfo) -> None:
@@ -20,12 +20,22 @@ def check_labels(plan: Plan, target: TargetPlan, image: ImageInfo) -> None:
     ]
     if wrong:
         raise BuildError(f"{target.tags.immutable}: labels do not match the plan: {'; '.join(wrong[:4])}")
+    wanted = plan.combination.platform.value
+    if image.platform != wanted:
+        raise BuildError(f"{target.tags.immutable}: the engine built a {image.platform} image, not {wanted}")
 
 
 def observed_tag(
-    observed: Observed, flavor: Flavor, strategy: Strategy, archs: tuple[Arch, ...], extras: str | None = None
+    observed: Observed,
+    flavor: Flavor,
+    strategy: Strategy,
+    archs: tuple[Arch, ...],
+    extras: str | None = None,
+    *,
+    machine: str = "x86_64",
 ) -> str:
-    """The immutable tag computed from what the smoke suite read inside the image (tags.py's scheme)."""
+    """The immutable tag computed from what the smoke suite read inside the image (tags.py's scheme); `machine`
+    is what Python's platform.machine() said in there (aarch64: the tag ends in -arm64)."""
     public, _, local = (observed.torch or "?").partition("+")
     if observed.cuda:
         major = observed.cudnn_major()
@@ -33,11 +43,15 @@ def observed_tag(
     else:
         stack = "cpu" if local in ("", "cpu") else f"unknown-{local}"
     platform = f"py{observed.python or '?'}-{observed.os or '?'}"
-    return f"{public}-{stack}-{platform}-{suffix(flavor, strategy, archs, extras)}"
+    found = Platform.of_machine(machine) if machine else None
+    where = platform_suffix(found) if found else f"-unknown-{machine or 'machine'}"
+    return f"{public}-{stack}-{platform}-{suffix(flavor, strategy, archs, extras)}{where}"
 
 
-def check_tag(plan: Plan, target: TargetPlan, observed: Observed) -> None:
-    seen = observed_tag(observed, target.flavor, plan.strategy, plan.custom_archs, plan.extras)
+def check_tag(plan: Plan, target: TargetPlan, observed: Observed, machine: str) -> None:
+    """The planned immutable tag must be the one the image's contents give, its platform included: an image
+    that says x86_64 inside never carries an arm64 tag (an emulated build that fell back to the wrong base)."""
+    seen = observed_tag(observed, target.flavor, plan.strategy, plan.custom_archs, plan.extras, machine=machine)
     if seen != target.tags.immutable:
         raise BuildError(f"the tag {target.tags.immutable} does not describe the image: its contents say {seen}")
 

@@ -13,12 +13,15 @@ from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.context_dir import check_output
 from builder.engine import DockerEngine, build_command
-from builder.kinds import Flavor, Status, parse_gpus
+from builder.errors import BuildError
+from builder.kinds import AliasStatus, Flavor, Status, parse_gpus
+from builder.multiplatform import build_platforms, index_tags
 from builder.pipeline import BuildSettings, Outcome, build
 from builder.plan import Plan, build_request, plan_json, tag_refs
 from builder.progress import mode_for
 from builder.provenance import provenance_labels
 from builder.stage_times import describe
+from builder.tags import member_tag
 
 
 @click.command("build")
@@ -51,10 +54,18 @@ def build_cmd(
     plan, flavors = chosen.plan, chosen.flavors
     provenance = tuple(sorted(provenance_labels(Path(m.path).parent).items()))
     out_dir = Path(output or f"build/torchyard/{plan.id}")
-    click.echo(chosen.choice.describe())
+    platforms = f" for {', '.join(p.combination.platform.value for p in chosen.plans)}" if chosen.more else ""
+    click.echo(chosen.choice.describe() + platforms)
     if dry_run:
         check_output(out_dir, force)  # what the real run would refuse
-        _dry_run(plan, flavors, repo, out_dir, push, provenance)
+        for each in chosen.plans:
+            folder = out_dir / each.combination.platform.arch if chosen.more else out_dir
+            _dry_run(each, flavors, repo, folder, push, provenance, member=bool(chosen.more))
+        if chosen.more and push:
+            click.echo("\nthen, when every platform passed, one image index per flavor under the platform-free tags:")
+            for flavor in flavors:
+                tags = index_tags({p.combination.platform: p.target(flavor).tags for p in chosen.plans})
+                click.echo(f"  {', '.join(f'{repo}:{t}' for t in tags.all())}")
         return
     settings = BuildSettings(
         repo=repo,
@@ -69,10 +80,38 @@ def build_cmd(
         provenance=provenance,
         progress=mode_for(),
     )
+    if chosen.more:
+        _build_platforms(chosen.plans, settings)
+        return
     outcomes = build(DockerEngine(), plan, settings, click.echo)
     (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
     (out_dir / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
     _summary(outcomes)
+
+
+def _build_platforms(plans: tuple[Plan, ...], settings: BuildSettings) -> None:
+    """--platform A,B: each platform's image, then (with --push) one index per flavor; exit 4 when a platform
+    failed or an index was held."""
+    run = build_platforms(DockerEngine(), plans, settings, click.echo)
+    for plan in plans:
+        folder = settings.out_dir / plan.combination.platform.arch
+        if folder.is_dir():
+            (folder / "plan.json").write_text(json.dumps(plan_json(plan, settings.repo, folder), indent=2) + "\n")
+            outcomes = run.outcomes.get(plan.combination.platform, [])
+            (folder / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
+    click.echo("")
+    for platform, outcomes in run.outcomes.items():
+        for o in outcomes:
+            click.echo(f"{platform.value:12} {o.flavor.value:8} {o.status:11} {o.ref}")
+    for platform, reason in run.failed.items():
+        click.echo(f"{platform.value:12} failed: {reason.splitlines()[0]}")
+    for index in run.indexes:
+        detail = index.reason or ", ".join(f"{p} {d[:19]}" for p, d in (index.members or {}).items())
+        click.echo(f"index        {index.status:11} {settings.repo}:{index.tag} {detail}".rstrip())
+    if not run.ok:
+        held = [i.tag for i in run.indexes if i.status is AliasStatus.HELD]
+        failed = ", ".join(p.value for p in run.failed) or "no platform"
+        raise BuildError(f"{failed} failed; held: {', '.join(held) or 'no index (no --push)'}")
 
 
 def _dry_run(
@@ -82,7 +121,11 @@ def _dry_run(
     out_dir: Path,
     push: bool,
     provenance: tuple[tuple[str, str], ...],
+    *,
+    member: bool = False,
 ) -> None:
+    if member:
+        click.echo(f"\n== {plan.combination.platform.value} ({plan.id})")
     click.echo(f"Dockerfile: {out_dir / 'Dockerfile'} (sha256 {plan.dockerfile_sha256[:16]}...)")
     click.echo(f"content hash: {plan.content_hash}")
     for origin in plan.network_origins:
@@ -96,7 +139,8 @@ def _dry_run(
         request = build_request(plan, flavor, out_dir, repo, placeholders, tags=False, provenance=provenance)
         click.echo("  " + shlex.join(build_command(request)))
         click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
-        for ref in tag_refs(repo, target):
+        refs = [f"{repo}:{member_tag(target.tags.immutable, plan.combination.platform)}"] if member else []
+        for ref in refs or tag_refs(repo, target):
             click.echo(f"    {ref}")
         if push:
             click.echo("  then push (immutable tag first, then aliases), skipped where the registry has this hash")

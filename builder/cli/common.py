@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import click
 
 from builder.cli.image_options import image_options, render_options_of
 from builder.cli.options import any_host_option, combination_options, folder, matrix_of, raw_query_of, repository
-from builder.kinds import Target, parse_choice
+from builder.kinds import Platform, Target, parse_choice, parse_platform
 from builder.matrix.model import Matrix
 from builder.render.options import RenderOptions
-from builder.request import Chosen, choose_plan
+from builder.request import Chosen, choose_plan, choose_plans
 from builder.resolve.facts import Facts
 from builder.resolve.query import parse_query
 from builder.resolve.report import min_driver
@@ -71,7 +72,12 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
         raw, notes = fill_from_host(raw, host, m)
         _say(f"this machine: {host.describe()} (--any-host to choose for any machine)", *notes)
         probed = host.driver is None
-    chosen = choose_plan(m, parse_query(m, raw), options, wanted)
+    platforms = _platforms(raw.platform)
+    if len(platforms) > 1:
+        query = parse_query(m, replace(raw, platform=platforms[0].value))
+        chosen = choose_plans(m, query, options, wanted, platforms)
+    else:
+        chosen = choose_plan(m, parse_query(m, raw), options, wanted)
     _say(*chosen.notes)
     if probed and raw.driver is None:
         c = chosen.choice.result.combo
@@ -79,6 +85,13 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
         if floor:
             _say(f"no NVIDIA driver here: {c.local_version} needs driver >= {floor} (for an older one: --driver 535)")
     return m, options, chosen
+
+
+def _platforms(text: str | None) -> tuple[Platform, ...]:
+    """--platform linux/amd64,linux/arm64: every platform once, in the order given (one: the usual build)."""
+    if text is None or "," not in text:
+        return ()
+    return tuple(dict.fromkeys(parse_platform(part) for part in text.split(",")))
 
 
 def _say(*lines: str) -> None:

@@ -16,6 +16,7 @@ from builder.files import read_text
 from builder.kinds import Installer, Strategy, parse_choice
 from builder.matrix import Matrix
 from builder.matrix.lock import BaseLock, lock_path, read_lock
+from builder.names import check_mirror
 from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
@@ -58,6 +59,15 @@ refresh_option = click.option(
     metavar="TOKEN",
     callback=_refresh_token,
     help=f"A new token re-runs the OS package steps (security updates); e.g. the ISO week. ${env.REFRESH}.",
+)
+
+registry_mirror_option = click.option(
+    "--registry-mirror",
+    envvar=env.REGISTRY_MIRROR,
+    metavar="HOST[/PATH]",
+    callback=lambda ctx, param, value: None if value is None else check_mirror(value),
+    help=f"FROM Docker Hub's images at this registry (a mirror): debian:X -> HOST/PATH/library/debian:X. "
+    f"${env.REGISTRY_MIRROR}.",
 )
 
 _OPTIONS = (
@@ -111,6 +121,7 @@ _OPTIONS = (
     click.option("--no-host-settings", is_flag=True, help="Ignore PIP_CERT / SSL_CERT_FILE / PIP_INDEX_URL ..."),
     refresh_option,
     locked_option,
+    registry_mirror_option,
 )
 
 
@@ -144,6 +155,7 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
         network=network,
         refresh=kwargs.pop("refresh"),
         base_lock=lock_of(m, kwargs.pop("locked")),
+        registry_mirror=kwargs.pop("registry_mirror"),
     )
 
 

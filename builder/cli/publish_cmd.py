@@ -7,20 +7,34 @@ from pathlib import Path
 
 import click
 
-from builder.cli.image_options import lock_of, locked_option, refresh_option
+from builder.cli.image_options import lock_of, locked_option, refresh_option, registry_mirror_option
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.errors import BuildError, RenderError, UsageError
 from builder.files import check_writable
-from builder.kinds import parse_gpus
+from builder.kinds import Platform, parse_gpus, parse_platform
 from builder.provenance import provenance_labels
-from builder.publish.items import Excluded, Item, expand, select
+from builder.publish.items import Excluded, Item, expand, on_platforms, select
 from builder.publish.plan import PublishPlan, plan_publish
 from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 
 DEFAULT_REPO = "torchyard"
+
+
+def _platforms(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[Platform, ...]:
+    return tuple(dict.fromkeys(parse_platform(part) for part in value.split(","))) if value else ()
+
+
+platform_option = click.option(
+    "--platform",
+    "platforms",
+    metavar="linux/amd64[,linux/arm64]",
+    callback=_platforms,
+    help="Only the images of these platforms (default: every platform the entries list); the other platforms "
+    "of a multi-platform image must already be published for its index to be written.",
+)
 
 
 @click.command("publish")
@@ -38,6 +52,8 @@ DEFAULT_REPO = "torchyard"
 @refresh_option
 @locked_option
 @click.option("--relock", is_flag=True, help="Resolve matrix.lock from the registries first, then build --locked.")
+@registry_mirror_option
+@platform_option
 @click.pass_context
 def publish_cmd(
     ctx: click.Context,
@@ -57,6 +73,8 @@ def publish_cmd(
     refresh: str,
     locked: bool,
     relock: bool,
+    registry_mirror: str | None,
+    platforms: tuple[Platform, ...],
 ) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
     from builder.publish.run import PublishSettings, publish, write_report
@@ -70,13 +88,13 @@ def publish_cmd(
         from builder.cli.upstream_cmd import relock as write_lock
 
         write_lock(m, click.echo)
-    items, excluded = expand(m, network, refresh, lock_of(m, locked or relock))
-    items = select(items, only)
+    every, excluded = expand(m, network, refresh, lock_of(m, locked or relock), registry_mirror)
+    items = on_platforms(select(every, only), platforms)
     if aliases_only and (no_aliases or no_push):
         raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
     report_file = check_writable(report_path, "--report") if report_path else None  # not after an hour's builds
     auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
-    pplan = plan_publish(m, items, excluded if not only else [])
+    pplan = plan_publish(m, items, excluded if not (only or platforms) else [], every)
     if dry_run:
         _dry_run(pplan, repo)
         return
@@ -99,6 +117,8 @@ def publish_cmd(
     click.echo("")
     rows = [[i.id, i.status, f"{i.seconds:.0f}", _first_line(i.reason or i.ref)] for i in report.items]
     click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
+    for index in report.indexes:
+        click.echo(f"index {index.tag}: {index.status}" + (f" ({_first_line(index.reason)})" if index.reason else ""))
     for alias in report.aliases:
         click.echo(
             f"alias {alias.alias}: {alias.status}"
@@ -118,8 +138,13 @@ def _dry_run(pplan: PublishPlan, repo: str) -> None:
                 rows.append([item.id, f"cannot plan: {_first_line(group.problem)}", ""])
                 continue
             tags = group.plan.target(item.flavor).tags
-            rows.append([item.id, f"{repo}:{tags.immutable}", ", ".join(tags.aliases)])
+            aliases = "(its index's)" if item.entry.multi_platform else ", ".join(tags.aliases)
+            rows.append([item.id, f"{repo}:{group.immutable(item)}", aliases])
     click.echo(table(["ITEM", "IMAGE", "ALIASES (moved last)"], rows))
+    for index in pplan.indexes:
+        listed = ", ".join(m.tag for m in index.members)
+        what = f"{', '.join(index.tags.all())} over {listed}" if index.tags else f"cannot plan: {index.problem}"
+        click.echo(f"index {index.id}: {what}")
     for e in pplan.excluded:
         click.echo(f"excluded {e.id} ({e.entry}): {e.reason}")
 
@@ -177,6 +202,8 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
 )
 @refresh_option
 @locked_option
+@registry_mirror_option
+@platform_option
 @click.pass_context
 def matrix_ci_cmd(
     ctx: click.Context,
@@ -190,14 +217,17 @@ def matrix_ci_cmd(
     cache_repo: str | None,
     refresh: str,
     locked: bool,
+    registry_mirror: str | None,
+    platforms: tuple[Platform, ...],
 ) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import bake, github_matrix
 
     gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
-    items = select(expand(m, refresh=refresh, base_lock=lock_of(m, locked))[0], only)
-    pplan = plan_publish(m, items, [])
+    every = expand(m, refresh=refresh, base_lock=lock_of(m, locked), registry_mirror=registry_mirror)[0]
+    items = on_platforms(select(every, only), platforms)
+    pplan = plan_publish(m, items, [], every)
     for group in pplan.groups:  # an export with a hole in it would publish less than the set says
         if group.plan is None:
             raise RenderError(f"{group.name}: {group.problem}")

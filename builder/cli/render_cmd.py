@@ -14,6 +14,7 @@ from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
 from builder.context_dir import write_context
 from builder.engine import build_command
+from builder.errors import UsageError
 from builder.plan import Plan, build_request, plan_json
 
 PIPCONF_VAR = env.PIPCONF
@@ -29,6 +30,11 @@ def render_cmd(
 ) -> None:
     """Write Dockerfile + build context + plan.json and print the docker build command."""
     _, _, chosen = prepare(ctx, kwargs, target)
+    if chosen.more:
+        raise UsageError(
+            "--platform: render writes one platform's Dockerfile (the text is the same on each but for the "
+            "combination and its wheels' architectures); give one platform, or build --platform A,B"
+        )
     plan = chosen.plan
     out_dir = Path(output or f"build/torchyard/{plan.id}")
     write_context(plan, out_dir, force=force)

@@ -13,9 +13,9 @@ from builder.cli.output import emit_json
 from builder.engine import DockerEngine
 from builder.errors import BuildError, UsageError
 from builder.files import check_writable, read_text, write_report_file
-from builder.kinds import parse_gpus
+from builder.kinds import Platform, parse_gpus, parse_platform
 from builder.smoke.manifest import Manifest
-from builder.suite import SmokeOptions, run_smoke
+from builder.suite import SmokeOptions, for_platform, run_smoke
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
 
@@ -39,6 +39,11 @@ _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "
     help=f"Override one expectation ({', '.join(_EXPECT_KEYS)}); repeatable.",
 )
 @click.option("--host-copy", is_flag=True, help="Mount this torchyard's suite instead of the image's copy.")
+@click.option(
+    "--platform",
+    metavar="linux/amd64|linux/arm64",
+    help="The image's platform (default: this machine's); another one runs emulated, with a scaled suite.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (docs/schemas.md) instead of the summary.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report here.")
 @click.option("--junit", metavar="FILE", help="Write JUnit XML here.")
@@ -50,6 +55,7 @@ def smoke_cmd(
     expect_file: str | None,
     expect_values: tuple[str, ...],
     host_copy: bool,
+    platform: str | None,
     as_json: bool,
     report_path: str | None,
     junit: str | None,
@@ -63,11 +69,15 @@ def smoke_cmd(
         _check_manifest(expect_file)
     report_file = check_writable(report_path, "--report") if report_path else None
     junit_file = check_writable(junit, "--junit") if junit else None
+    wanted = parse_platform(platform) if platform else Platform.here() or Platform.AMD64
     engine = DockerEngine()
-    engine.info()
+    native = engine.info().platform
     found = engine.inspect(image)
     if found is None:
         raise UsageError(f"smoke: no image {image!r} in the engine (pull or build it first)")
+    if found.platform != wanted.value:
+        flag = "--platform" if platform else "--platform (default: this machine's)"
+        raise UsageError(f"smoke: {image} is a {found.platform} image, not {wanted.value} ({flag})")
     ours = bool(found.labels.get("io.torchyard.version"))  # an empty value: relabelled, not ours
     options = SmokeOptions(
         arch=arch,
@@ -77,7 +87,7 @@ def smoke_cmd(
         expect_file=Path(expect_file) if expect_file else None,
         use_host_copy=host_copy,
     )
-    report = run_smoke(engine, image, options, in_image=ours)
+    report = run_smoke(engine, image, for_platform(options, wanted.value, native), in_image=ours)
     if as_json:
         emit_json(report.data)
     else:

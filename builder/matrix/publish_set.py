@@ -15,8 +15,8 @@ from packaging.specifiers import SpecifierSet
 
 from builder import safety
 from builder.archs import Arch
-from builder.errors import RenderError
-from builder.kinds import Flavor, Installer, Strategy, did_you_mean
+from builder.errors import RenderError, UsageError
+from builder.kinds import Flavor, Installer, Platform, Strategy, did_you_mean, parse_platform
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
 
@@ -36,6 +36,7 @@ _KEYS = (
     "pip",
     "require_archs",
     "labels",
+    "platforms",
 )
 
 
@@ -53,6 +54,11 @@ class PublishEntry:
     pip: tuple[str, ...]
     require_archs: tuple[Arch, ...]  # GPUs the images must carry code for, checked in the built image
     labels: tuple[tuple[str, str], ...] = ()  # the family's own labels: in the Dockerfile, not in the tags
+    platforms: tuple[Platform, ...] = (Platform.AMD64,)  # more than one: each image is a multi-platform index
+
+    @property
+    def multi_platform(self) -> bool:
+        return len(self.platforms) > 1
 
 
 def parse_publish(ctx: Context, raw: Any) -> tuple[PublishEntry, ...]:
@@ -82,7 +88,20 @@ def _entry(e: Entry) -> PublishEntry:
         pip=e.get("pip", r.text_list, ()),
         require_archs=e.get("require_archs", r.arch_list, ()),
         labels=e.get("labels", _labels, ()),
+        platforms=e.get("platforms", _platforms, (Platform.AMD64,)),
     )
+
+
+def _platforms(value: Any) -> tuple[Platform, ...]:
+    """["linux/amd64", "linux/arm64"]: each once, in Platform order (the index lists them sorted anyway)."""
+    names = r.text_list(value)
+    if not names:
+        raise ValueError("expected at least one platform (linux/amd64, linux/arm64)")
+    try:
+        found = {parse_platform(name, "platform") for name in names}
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+    return tuple(p for p in Platform if p in found)
 
 
 def _labels(value: Any) -> tuple[tuple[str, str], ...]:

@@ -11,6 +11,7 @@ from builder.archs import Arch
 from builder.kinds import Platform, did_you_mean
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
+from builder.matrix.publish_check import check_platforms
 from builder.matrix.publish_set import check_publish
 from builder.matrix.reader import Context
 from builder.versions import minor_of, minor_str
@@ -50,6 +51,7 @@ def validate(m: Matrix, ctx: Context) -> None:
     check_publish(
         ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants}, {a.name for a in m.archs}
     )
+    check_platforms(ctx, m)
 
 
 def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, known: Iterable[str]) -> None:

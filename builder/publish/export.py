@@ -7,18 +7,23 @@ from pathlib import Path
 from typing import Any
 
 from builder.context_dir import write_context
+from builder.kinds import Platform
 from builder.plan import Plan, tag_refs
 from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 
 HOSTED_RUNNER = "ubuntu-latest"
+ARM_RUNNER = "ubuntu-24.04-arm"  # GitHub's hosted arm64 runner: arm64 images build natively, not emulated
 GPU_RUNNER = ["self-hosted", "gpu"]
+ARM_GPU_RUNNER = ["self-hosted", "gpu", "arm64"]  # a Grace machine (GH200, GB200, DGX Spark) of your own
 
 
 def build_flags(item: Item) -> list[str]:
     """The flags that pin exactly this item's combination and options."""
     c, o = item.combo, item.options
     flags = [
+        "--platform",
+        c.platform.value,
         "--torch",
         str(c.torch.version),
         "--variant",
@@ -54,14 +59,16 @@ def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | No
     include = []
     for item, plan in pplan.planned():
         gpu = gpus is not None and item.combo.variant.cuda is not None
-        tag = plan.target(item.flavor).tags.immutable
-        candidate, public = f"{candidates}:{tag}", f"{repo}:{tag}"
+        arm = item.combo.platform is Platform.ARM64
+        tag = plan.target(item.flavor).tags.immutable  # what `build` pushes; promote renames a platform member
+        candidate, public = f"{candidates}:{tag}", f"{repo}:{pplan.group_of(item).immutable(item)}"
         smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpu else [])]
+        runner = ARM_RUNNER if arm else HOSTED_RUNNER
         include.append(
             {
                 "id": item.id,
-                "runs-on": HOSTED_RUNNER,
-                "smoke-runs-on": GPU_RUNNER if gpu else HOSTED_RUNNER,
+                "runs-on": runner,
+                "smoke-runs-on": (ARM_GPU_RUNNER if arm else GPU_RUNNER) if gpu else runner,
                 "gpu": gpu,
                 "build": shlex.join(["torchyard", "build", *build_flags(item), "--repo", candidates, "--push"]),
                 "smoke": f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}",
@@ -100,10 +107,12 @@ def bake(
             write_context(plan, context)
             targets[common] = _common_target(plan, context, cache_repo, common)
         target = plan.target(item.flavor)
+        member = item.entry.multi_platform  # one platform of an index: <tag>-<arch> (bake writes no index)
         targets[_bake_name(item.id)] = {
             "inherits": [common],
             "target": item.flavor.value,
-            "tags": list(tag_refs(repo, target)),
+            "platforms": [plan.combination.platform.value],
+            "tags": [f"{repo}:{pplan.group_of(item).immutable(item)}"] if member else list(tag_refs(repo, target)),
             "labels": dict(target.labels) | (provenance or {}) | plan.build_labels(),
         }
         groups["default"].append(_bake_name(item.id))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from builder.errors import RenderError, UsageError
-from builder.kinds import Flavor, Strategy
+from builder.kinds import Flavor, Platform, Strategy
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
@@ -18,6 +18,7 @@ from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.resolver import evaluate
+from builder.tags import platform_suffix
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Item:
     @property
     def id(self) -> str:
         return item_id(self.combo.id, self.flavor, self.options)
+
+    @property
+    def index_id(self) -> str:
+        """The id of the multi-platform image this item is one platform of (its id without the platform)."""
+        return item_id(replace(self.combo, platform=Platform.AMD64).id, self.flavor, self.options)
 
     @property
     def group(self) -> str:
@@ -64,7 +70,11 @@ class _Unpublished:
 
 
 def expand(
-    m: Matrix, network: Network | None = None, refresh: str = "", base_lock: BaseLock | None = None
+    m: Matrix,
+    network: Network | None = None,
+    refresh: str = "",
+    base_lock: BaseLock | None = None,
+    registry_mirror: str | None = None,
 ) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
@@ -80,35 +90,51 @@ def expand(
             network=network or Network(),
             refresh=refresh,
             base_lock=base_lock,
+            registry_mirror=registry_mirror,
         )
-        for combo in _combinations(m, entry):
-            problem = combo.reason if isinstance(combo, _Unpublished) else None
-            if isinstance(combo, Combination):
-                problem = _rules_problem(f, combo) or _render_problem(m, combo, options)
-            for flavor in entry.flavors:
-                if problem is not None:
-                    excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
-                elif item_id(combo.id, flavor, options) not in seen:  # overlapping entries: the first one wins
-                    assert isinstance(combo, Combination)
-                    items.append(Item(entry, combo, flavor, options))
-                    seen.add(items[-1].id)
+        for found in _combinations(m, entry):
+            if isinstance(found, _Unpublished):
+                excluded += [Excluded(entry.name, item_id(found.id, fl, options), found.reason) for fl in entry.flavors]
+                continue
+            combos = [replace(found, platform=platform) for platform in entry.platforms]
+            problem = _problem(m, f, combos, options)
+            for combo in combos:
+                for flavor in entry.flavors:
+                    if problem is not None:
+                        excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
+                    elif item_id(combo.id, flavor, options) not in seen:  # overlapping entries: the first one wins
+                        items.append(Item(entry, combo, flavor, options))
+                        seen.add(items[-1].id)
     return items, excluded
 
 
+def _problem(m: Matrix, f: Facts, combos: list[Combination], options: RenderOptions) -> str | None:
+    """Why the image cannot be published; on a multi-platform entry, a problem on one platform excludes the
+    image on every platform (an index never silently lacks one), and says which."""
+    for combo in combos:
+        found = _rules_problem(f, combo) or _render_problem(m, combo, options)
+        if found is not None:
+            return found if len(combos) == 1 else f"on {combo.platform.value}: {found}"
+    return None
+
+
 def _combinations(m: Matrix, entry: PublishEntry) -> Iterator[Combination | _Unpublished]:
+    """The entry's combinations on its first platform (whose PyPI default `pypi-default` names)."""
+    platform = entry.platforms[0]
     for release in m.torch:
-        if release.version not in entry.torch:
+        wheels = release.on(platform)
+        if release.version not in entry.torch or wheels is None:
             continue
         for base in (o for o in m.os if o.name in entry.os):
             for variant_name in entry.variants:
-                name = release.pypi_default if variant_name == PYPI_DEFAULT else variant_name
+                name = wheels.pypi_default if variant_name == PYPI_DEFAULT else variant_name
                 variant = release.variant(name)
                 for python in _pythons(entry, base):
                     if variant is not None:
-                        yield Combination(release, variant, python, base)
+                        yield Combination(release, variant, python, base, platform)
                         continue
                     published = ", ".join(v.name for v in release.variants)
-                    ident = f"torch{release.version}-{name}-py{python}-{base.name}"
+                    ident = f"torch{release.version}-{name}-py{python}-{base.name}{platform_suffix(platform)}"
                     yield _Unpublished(ident, f"torch {release.version} publishes no {name} wheels ({published})")
 
 
@@ -117,7 +143,7 @@ def _pythons(entry: PublishEntry, base: OSBase) -> tuple[str, ...]:
 
 
 def _rules_problem(f: Facts, combo: Combination) -> str | None:
-    failure = evaluate(f, Query(), combo).first_failure
+    failure = evaluate(f, Query(platform=combo.platform), combo).first_failure
     return None if failure is None else f"{failure.rule}: {failure.reason}"
 
 
@@ -127,6 +153,12 @@ def _render_problem(m: Matrix, combo: Combination, options: RenderOptions) -> st
     except RenderError as exc:
         return str(exc)
     return None
+
+
+def on_platforms(items: list[Item], platforms: tuple[Platform, ...]) -> list[Item]:
+    """--platform: the items of these platforms only (all without; a multi-platform image's other platforms are
+    then read from the registry when its index is written)."""
+    return [i for i in items if not platforms or i.combo.platform in platforms]
 
 
 def select(items: list[Item], patterns: tuple[str, ...]) -> list[Item]:

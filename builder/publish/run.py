@@ -21,12 +21,14 @@ from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.errors import Interrupted, TorchyardError
 from builder.files import write_report_file
 from builder.kinds import AliasStatus, Status
+from builder.multiplatform import IndexResult, publish_index
 from builder.pipeline import BuildSettings, build
 from builder.plan import Plan
 from builder.process import reset_cancel, stop_all
-from builder.publish.plan import Group, PublishPlan
+from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.redact import redact
 from builder.registry import Registry
+from builder.tags import ImageTags
 
 Log = Callable[[str], None]
 
@@ -69,10 +71,12 @@ class Report:
     items: list[ItemResult]
     aliases: list[AliasResult]
     seconds: float
+    indexes: list[IndexResult] = field(default_factory=list)  # multi-platform images (builder/multiplatform.py)
 
     @property
     def failed(self) -> bool:
-        return any(i.status == Status.FAILED for i in self.items)
+        held = any(i.status is AliasStatus.HELD for i in self.indexes)
+        return held or any(i.status == Status.FAILED for i in self.items)
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, int] = defaultdict(int)
@@ -84,6 +88,7 @@ class Report:
             "summary": dict(counts) | {"seconds": round(self.seconds, 1)},
             "items": [vars(i) for i in self.items],
             "aliases": [vars(a) for a in self.aliases],
+            "indexes": [vars(i) for i in self.indexes],
         }
 
 
@@ -114,12 +119,14 @@ def publish(
             results.update({r.id: r for r in done})
     ordered = [results[i.id] for i in pplan.items]
     ordered += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
-    aliases = (
-        _move_aliases(pplan, results, settings, engine_factory(), registry_factory(settings.auth), log)
-        if settings.aliases
-        else []
-    )
-    return Report(ordered, aliases, time.monotonic() - start)
+    indexes: list[IndexResult] = []
+    aliases: list[AliasResult] = []
+    if settings.aliases:  # --no-aliases (CI fan-out): the last job joins the platforms and moves the aliases
+        registry = registry_factory(settings.auth)
+        indexes = _write_indexes(pplan, results, settings, registry, log)
+        written = {i.tag for i in indexes if i.status is not AliasStatus.HELD}
+        aliases = _move_aliases(pplan, results, settings, engine_factory(), registry, log, written)
+    return Report(ordered, aliases, time.monotonic() - start, indexes)
 
 
 def _run_all(
@@ -179,8 +186,43 @@ def _run_group(
     return results
 
 
+def _write_indexes(
+    pplan: PublishPlan, results: dict[str, ItemResult], settings: PublishSettings, registry: Registry, log: Log
+) -> list[IndexResult]:
+    """Each multi-platform image's index under its immutable tag, once every platform's image passed (its
+    aliases move with the others, last). A member this run did not build (--only) must already be published."""
+    found = []
+    for index in pplan.indexes:
+        if index.tags is None:
+            found.append(IndexResult(index.id, AliasStatus.HELD, reason=index.problem))
+            continue
+        if not settings.push:
+            log(f"LOCAL {index.tags.immutable}: no --push, no index (each platform is tagged <tag>-<arch> here)")
+            reason = "--no-push: an index lives in a registry"
+            found.append(IndexResult(index.tags.immutable, AliasStatus.HELD, reason=reason))
+            continue
+        members = {m.item.combo.platform: m.tag for m in index.members}
+        problems = {m.item.combo.platform: _member_problem(m, results, registry, settings.repo) for m in index.members}
+        failed = {p: why for p, why in problems.items() if why}
+        immutable = ImageTags(index.tags.immutable, ())
+        found.append(publish_index(registry, settings.repo, immutable, members, index.content_hash, log, failed))
+    return found
+
+
+def _member_problem(member: IndexMember, results: dict[str, ItemResult], registry: Registry, repo: str) -> str:
+    """Why this platform's image cannot join its index ("" when it can): it failed in this run, or this run did
+    not build it (--only, one platform per CI job) and the registry does not hold it with its content."""
+    result = results.get(member.item.id)
+    if result is not None:
+        return "" if result.status in (Status.BUILT, Status.SKIPPED) else (result.reason.splitlines() or [""])[0]
+    if registry.holds(f"{repo}:{member.tag}", member.content_hash, member.item.combo.platform.value):
+        return ""
+    return f"{repo}:{member.tag} is not published with its current content (this run did not build it)"
+
+
 def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> BuildSettings:
     return BuildSettings(
+        member=group.items[0].entry.multi_platform,  # one platform of a multi-platform image: <tag>-<arch>
         repo=settings.repo,
         flavors=tuple(i.flavor for i in group.items),
         out_dir=out_dir,
@@ -219,8 +261,10 @@ def _move_aliases(
     engine: Engine,
     registry: Registry,
     log: Log,
+    indexes: set[str],
 ) -> list[AliasResult]:
-    """An alias moves to its owner's image only when every item carrying it passed (built or skipped)."""
+    """An alias moves to its owner's image only when every item carrying it passed (built or skipped); an
+    alias of a multi-platform image names its index, and moves only when that index was written."""
     moved = []
     for move in pplan.aliases:
         ref = f"{settings.repo}:{move.alias}"
@@ -230,10 +274,28 @@ def _move_aliases(
             moved.append(AliasResult(move.alias, AliasStatus.HELD, reason=reason))
             log(f"HOLD  {ref}: {', '.join(failed)} failed")
             continue
+        if move.index is not None:
+            moved.append(_move_index_alias(pplan, move.index, move.alias, registry, settings, log, indexes))
+            continue
         owner_plan = pplan.group_of(move.owner).plan
         assert owner_plan is not None, "aliases come from planned groups only"
         moved.append(_move(engine, registry, owner_plan, results[move.owner.id].ref, ref, settings, log))
     return moved
+
+
+def _move_index_alias(
+    pplan: PublishPlan, index: IndexPlan, alias: str, registry: Registry, settings: PublishSettings, log: Log,
+    written: set[str],
+) -> AliasResult:  # fmt: skip
+    """The alias names the same index as the immutable tag (written again under the alias: no pull, no push)."""
+    assert index.tags is not None, "aliases come from planned indexes only"
+    target = f"{settings.repo}:{index.tags.immutable}"
+    if index.tags.immutable not in written:
+        log(f"HOLD  {settings.repo}:{alias}: its index {target} was not written")
+        return AliasResult(alias, AliasStatus.HELD, target, f"its index {index.tags.immutable} was held")
+    members = {m.item.combo.platform: m.tag for m in index.members}
+    done = publish_index(registry, settings.repo, ImageTags(alias, ()), members, index.content_hash, log)
+    return AliasResult(alias, done.status, target, done.reason)
 
 
 def _move(

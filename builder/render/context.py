@@ -52,12 +52,13 @@ class Bases:
 
 
 def archs_for(c: Combination, options: RenderOptions) -> tuple[Arch, ...]:
-    """--arch as given; else the torch build's own SASS list; none for the cpu variant."""
+    """--arch as given; else the torch build's own SASS list for the combination's platform (aarch64 wheels carry
+    other architectures than x86_64 ones); none for the cpu variant."""
     if c.variant.cuda is None:
         if options.archs:
             raise RenderError("--arch: the cpu variant compiles no GPU code; pick a CUDA variant")
         return ()
-    return options.archs or (c.variant.sass or ())
+    return options.archs or (c.sass or ())
 
 
 def check_archs(m: Matrix, c: Combination, archs: tuple[Arch, ...]) -> None:

@@ -35,3 +35,4 @@ class RenderOptions:
     network: Network = field(default_factory=Network)
     refresh: str = ""  # a token (e.g. 2026-W48): a new one re-runs the OS package steps
     base_lock: BaseLock | None = field(default=None, hash=False)  # --locked: FROM image@digest (matrix.lock)
+    registry_mirror: str | None = None  # --registry-mirror: Docker Hub's base images from this registry[/path]

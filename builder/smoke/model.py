@@ -79,12 +79,15 @@ def train(
     precision: Precision = FP32,
     warmup: int = 3,
     seed: int = 0,
+    size: int = 32,
+    width: int = 32,
 ) -> TrainResult:
-    """Fit a fixed synthetic batch (memorisation): a working training path drives the loss down."""
+    """Fit a fixed synthetic batch (memorisation): a working training path drives the loss down. `size` (the
+    images' side) and `width` (the channels) shrink the work for emulated CPUs."""
     torch.manual_seed(seed)
     set_tf32(torch, precision.tf32)
-    model: Any = SmallResNet().to(device)
-    images = torch.randn(batch, 3, 32, 32, device=device)
+    model: Any = SmallResNet(width=width).to(device)
+    images = torch.randn(batch, 3, size, size, device=device)
     labels = torch.randint(0, 10, (batch,), device=device)
     if precision.channels_last:
         model = model.to(memory_format=torch.channels_last)

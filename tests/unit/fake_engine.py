@@ -24,6 +24,7 @@ import pytest
 import builder.engine
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
 from builder.errors import BuildError
+from builder.kinds import Platform
 from builder.plan import Plan
 from builder.registry import Registry
 from builder.smoke.expect import cudnn_number
@@ -78,6 +79,9 @@ class FakeRegistry(Registry):
         self.refs: dict[str, dict[str, str]] = {ref: dict(labels) for ref, labels in (refs or {}).items()}
         self.error = error
         self.asked: list[str] = []
+        self.images: dict[str, tuple[str, str]] = {}  # ref -> (platform, manifest digest), what was pushed
+        self.indexes: dict[str, tuple[dict[str, str], str]] = {}  # ref -> ({platform: digest}, content hash)
+        self.written: list[str] = []  # refs an index was written under, in order
 
     def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
@@ -85,6 +89,21 @@ class FakeRegistry(Registry):
             raise self.error
         found = self.refs.get(ref)
         return None if found is None else dict(found)
+
+    def index_content(self, ref: str) -> str | None:
+        self.asked.append(ref)
+        found = self.indexes.get(ref)
+        return None if found is None else found[1]
+
+    def platform_digest(self, ref: str, platform: str) -> str | None:
+        self.asked.append(ref)
+        found = self.images.get(ref)
+        return found[1] if found is not None and found[0] == platform else None
+
+    def put_index(self, ref: str, members: dict[str, str], content_hash: str) -> str:
+        self.indexes[ref] = (dict(members), content_hash)
+        self.written.append(ref)
+        return "sha256:" + hashlib.sha256(json.dumps([members, content_hash], sort_keys=True).encode()).hexdigest()
 
 
 @dataclass
@@ -101,6 +120,11 @@ class FakeEngine:
     smoke_failures: dict[str, str] = field(default_factory=dict)  # check name -> message: the suite fails
     observed_overrides: dict[str, Any] = field(default_factory=dict)  # what the image "really" contains
     label_overrides: dict[str, str] = field(default_factory=dict)  # labels the built image really has
+    by_platform: dict[str, dict[str, Contents]] = field(default_factory=dict)  # platform -> contents (several plans)
+    smoke_fail_platform: str | None = None  # the smoke suite fails only in images of this platform
+    built_platform: str | None = None  # the platform the engine really builds (None: the one asked for)
+    machine: str | None = None  # what platform.machine() says inside the image (None: the image's platform's)
+    native: str = "linux/amd64"  # the engine's own platform (others run emulated)
     no_python: bool = False  # `python` is not on the image's PATH (only python3)
     cubins: tuple[str, ...] = ("sm_89",)  # architectures cuobjdump finds in extension libraries
     scripted: dict[str, RunResult] = field(default_factory=dict)  # program basename -> its result (not smoke)
@@ -130,7 +154,7 @@ class FakeEngine:
         self.calls.append(Call("info"))
         if self.info_error is not None:
             raise self.info_error
-        return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx)
+        return EngineInfo("28.1.1" if self.buildx else "20.10.24", "1.41", self.client, self.buildx, self.native)
 
     def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         argv = build_command(request)
@@ -142,9 +166,13 @@ class FakeEngine:
             self.on_build(argv)
         if self.fail_build is not None and self.fail_build_target in (None, target):
             raise self.fail_build
-        labels = dict(self.contents[target].labels) | dict(request.labels) | self.label_overrides
+        contents = self.by_platform.get(request.platform or "", self.contents)
+        labels = dict(contents[target].labels) | dict(request.labels) | self.label_overrides
         image_id = "sha256:" + hashlib.sha256("\0".join(argv).encode()).hexdigest()
-        self.images[image_id] = ImageInfo(id=image_id, labels=labels, tags=(), digests=(), size=1 << 30)
+        platform = self.built_platform or request.platform or self.native
+        self.images[image_id] = ImageInfo(
+            id=image_id, labels=labels, tags=(), digests=(), size=1 << 30, platform=platform
+        )
         self.built_target[image_id] = target
         return image_id
 
@@ -166,10 +194,12 @@ class FakeEngine:
         if self.fail_push is not None:
             raise self.fail_push
         image = self.images[self.tags[ref]]
+        digest = "sha256:" + hashlib.sha256(image.id.encode()).hexdigest()
         if self.registry is not None:
             self.registry.refs[ref] = dict(image.labels)
+            self.registry.images[ref] = (image.platform, digest)
         on_line("Pushed")
-        return "sha256:" + hashlib.sha256(image.id.encode()).hexdigest()
+        return digest
 
     def pull(self, ref: str, auth: RegistryAuth | None) -> ImageInfo:
         self.calls.append(Call("pull", (ref,), auth=auth))
@@ -225,16 +255,29 @@ class FakeEngine:
         image_id = self.tags.get(image, image)
         if image_id not in self.built_target:
             raise BuildError(f"fake engine: the smoke suite ran in {image}, which it did not build")
-        observed = self.contents[self.built_target[image_id]].observed | self.observed_overrides
+        contents = self.by_platform.get(self.images[image_id].platform, self.contents)
+        observed = contents[self.built_target[image_id]].observed | self.observed_overrides
         gpu = "passed" if gpus not in (None, "none") else "skipped"
         checks = [{"name": "version.torch", "status": "passed", "message": str(observed["torch"])}]
         checks.append({"name": "gpu.devices", "status": gpu, "message": "no GPU" if gpu == "skipped" else "1 GPU"})
         checks += [{"name": name, "status": "failed", "message": why} for name, why in self.smoke_failures.items()]
+        if self.smoke_fail_platform == self.images[image_id].platform:
+            checks.append({"name": "train.cpu", "status": "failed", "message": "loss went 2.3 -> 2.3 in 16 steps"})
         arch = command[command.index("--arch") + 1] if "--arch" in command else None
         if arch in self.missing_archs and "arch." in command:
             checks.append({"name": "arch.torch", "status": "failed", "message": f"libtorch_cuda.so has no {arch} code"})
         summary = {s: sum(c["status"] == s for c in checks) for s in ("passed", "failed", "skipped")}
-        report = {"suite": "torchyard-smoke", "schema": 1, "summary": summary, "observed": observed, "checks": checks}
+        platform = Platform(self.images[image_id].platform)
+        machine = self.machine or platform.machine
+        report = {
+            "suite": "torchyard-smoke",
+            "schema": 1,
+            "machine": machine,
+            "small": "--small" in command,
+            "summary": summary,
+            "observed": observed,
+            "checks": checks,
+        }
         (out / _in_out(command, "--json")).write_text(json.dumps(report))
         (out / _in_out(command, "--junit")).write_text(f'<testsuite name="torchyard-smoke" tests="{len(checks)}"/>\n')
         return RunResult(1 if summary["failed"] else 0, f"{summary['passed']} passed, {summary['failed']} failed")

@@ -336,10 +336,19 @@ class FakeTrainer:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     def train(
-        self, device: str, steps: int, batch: int = 64, *, precision: Any = None, warmup: int = 3, seed: int = 0
+        self,
+        device: str,
+        steps: int,
+        batch: int = 64,
+        *,
+        precision: Any = None,
+        warmup: int = 3,
+        seed: int = 0,
+        **shape: int,  # size, width: the real train's smaller problems (--small)
     ) -> Trained:
         name = getattr(precision, "name", "fp32")
-        self.calls.append({"device": device, "steps": steps, "batch": batch, "precision": name, "warmup": warmup})
+        call = {"device": device, "steps": steps, "batch": batch, "precision": name, "warmup": warmup}
+        self.calls.append(call | shape)
         ips = self.images_per_second
         return Trained(self.first_loss, self.last_loss, steps, steps * batch / ips, ips, name, warmup)
 

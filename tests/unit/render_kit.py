@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from builder.archs import Arch
-from builder.kinds import Strategy
+from builder.kinds import Platform, Strategy
 from builder.matrix import Matrix, load_matrix
 from builder.plan import Plan, make_plan
 from builder.render.network import Network, NetworkFlags, resolve_network
@@ -32,14 +32,15 @@ def matrix() -> Matrix:
 
 
 @cache
-def valid_combinations() -> tuple[Combination, ...]:
-    """Every valid combination, as `torchyard lookup --limit 0` lists them (no flags: best first)."""
-    return tuple(r.combo for r in lookup(matrix(), Query()).valid)
+def valid_combinations(platform: Platform = Platform.AMD64) -> tuple[Combination, ...]:
+    """Every valid combination, as `torchyard lookup --limit 0 --platform P` lists them (best first)."""
+    return tuple(r.combo for r in lookup(matrix(), Query(platform=platform)).valid)
 
 
 def combination(ident: str) -> Combination:
-    """A combination by id; it must be one lookup calls valid."""
-    for c in valid_combinations():
+    """A combination by id (an id ending in -arm64 is linux/arm64's); it must be one lookup calls valid."""
+    platform = Platform.ARM64 if ident.endswith("-arm64") else Platform.AMD64
+    for c in valid_combinations(platform):
         if c.id == ident:
             return c
     raise AssertionError(f"{ident} is not a valid combination of the real matrix")

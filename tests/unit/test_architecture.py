@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"plan", "request", "oci"}),
     frozenset({"context_dir"}),
     frozenset({"registry", "suite", "verify", "image_inspect"}),
-    frozenset({"pipeline", "upstream"}),
+    frozenset({"pipeline", "upstream", "multiplatform"}),
     frozenset({"publish"}),
     frozenset({"site"}),
     frozenset({"cli", "__main__"}),

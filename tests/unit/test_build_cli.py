@@ -17,10 +17,12 @@ from render_kit import EXAMPLE_EXTENSION, addone, arch, no_host_network, plan
 
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
+import builder.multiplatform
 import builder.pipeline
 from builder.cli.main import main
 from builder.engine import ImageInfo, RegistryAuth
 from builder.errors import BuildError, EngineError, Interrupted, PushError
+from builder.kinds import Platform
 from builder.plan import Plan
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
@@ -81,6 +83,7 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engines]:
     monkeypatch.setattr(builder.cli.build_cmd, "DockerEngine", engine)
     monkeypatch.setattr(builder.cli.smoke_cmd, "DockerEngine", engine)
     monkeypatch.setattr(builder.pipeline, "Registry", registry)
+    monkeypatch.setattr(builder.multiplatform, "Registry", registry)
     yield chosen
 
 
@@ -89,7 +92,8 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engines]:
 
 def _target_lines(p: Plan, flavor: str, out: Path, secrets: tuple[str, ...] = (), push: bool = False) -> list[str]:
     target = next(t for t in p.targets if t.flavor.value == flavor)
-    argv = ["docker", "build", "--progress=plain", "--target", flavor, "-f", f"{out}/Dockerfile", *secrets]
+    argv = ["docker", "build", "--progress=plain", "--target", flavor, "-f", f"{out}/Dockerfile"]
+    argv += ["--platform", "linux/amd64", *secrets]
     argv += ["--label", f"io.torchyard.content-hash={p.content_hash}"]
     argv += ["--label", f"io.torchyard.dockerfile-sha256={p.dockerfile_sha256}", str(out)]
     lines = [
@@ -372,3 +376,53 @@ def test_smoke_of_a_foreign_image_mounts_the_host_copy(cli: Cli, engines: Engine
     assert run.args[1:3] == ("python", "/opt/torchyard-host/smoke")
     assert [m.target for m in run.mounts] == ["/torchyard-out", "/opt/torchyard-host/smoke"]
     assert run.gpus == "all"
+
+
+def test_smoke_runs_an_image_of_the_platform_asked_and_scales_an_emulated_one(
+    cli: Cli, engines: Engines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(Platform, "here", classmethod(lambda cls: Platform.AMD64))
+    fake = smoke_engine(engines)
+    image = fake.images["sha256:1"]
+    fake.images["sha256:1"] = ImageInfo(id=image.id, labels=image.labels, tags=image.tags, digests=(), size=1,
+                                        platform="linux/arm64")  # fmt: skip
+    r = cli("smoke", "img:t")
+    assert (r.code, r.err) == (
+        2,
+        "torchyard: error: smoke: img:t is a linux/arm64 image, not linux/amd64 (--platform (default: this "
+        "machine's))\n",
+    )
+    assert fake.of("run") == []
+    r = cli("smoke", "img:t", "--platform", "arm64")
+    assert r.code == 0, r.err
+    [run] = fake.of("run")
+    assert run.args[-3:] == ("--small", "--timeout-scale", "10")  # emulated on this linux/amd64 engine
+    r = cli("smoke", "img:t", "--platform", "linux/riscv64")
+    assert r.code == 2 and "--platform: 'linux/riscv64' is not a platform torchyard builds for" in r.err
+
+
+def test_build_for_two_platforms_pushes_each_and_holds_the_index_when_one_fails(
+    cli: Cli, engines: Engines, tmp_path: Path
+) -> None:
+    amd64, arm64 = plan(IDENT), plan(f"{IDENT}-arm64")
+    fake = use_fake(engines, amd64, smoke_fail_platform="linux/arm64")
+    fake.by_platform = {"linux/amd64": contents_of(amd64), "linux/arm64": contents_of(arm64)}
+    tag = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
+    r = cli("build", *PIN, "--platform", "linux/amd64,linux/arm64", "--repo", REPO, "--push", "-o", str(tmp_path))
+    assert r.code == 4
+    assert r.err == (f"torchyard: error: linux/arm64 failed; held: {tag}\n")
+    assert r.out.splitlines()[0] == f"chose {IDENT} (the best of 1 valid combinations) for linux/amd64, linux/arm64"
+    assert f"linux/amd64  runtime  built       {REPO}:{tag}-amd64" in r.out
+    assert "linux/arm64  failed: [runtime] smoke suite failed, nothing tagged: train.cpu" in r.out
+    assert f"index        held        {REPO}:{tag} linux/arm64 failed:" in r.out
+    assert fake.pushed() == [f"{REPO}:{tag}-amd64"]
+    assert json.loads((tmp_path / "amd64" / "plan.json").read_text())["platform"] == "linux/amd64"
+    fake.smoke_fail_platform = None
+    r = cli("build", *PIN, "--platform", "linux/amd64,linux/arm64", "--repo", REPO, "--push", "-o", str(tmp_path),
+            "--force")  # fmt: skip
+    assert r.code == 0, r.err
+    assert f"index        moved       {REPO}:{tag} linux/amd64 sha256:" in r.out
+    assert engines.registry is not None and set(engines.registry.indexes) == {
+        f"{REPO}:{tag}",
+        f"{REPO}:2.14-cuda13.0-runtime",
+    }

@@ -92,6 +92,8 @@ def test_classic_client_builds_with_docker_build_no_tag(tmp_path: Path, wheels_p
         "runtime",
         "-f",
         f"{ctx}/Dockerfile",
+        "--platform",
+        "linux/amd64",
         *labels_of(wheels_plan),
         str(ctx),
     )
@@ -107,6 +109,8 @@ def test_build_args_and_secrets_reach_the_build(tmp_path: Path) -> None:
     run(engine, p, settings(tmp_path))
     [call] = engine.of("build")
     assert call.args[7:] == (
+        "--platform",
+        "linux/amd64",
         "--build-arg",
         "APT_MIRROR=http://mirror.corp.example/debian",
         "--secret",

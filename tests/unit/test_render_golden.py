@@ -75,6 +75,27 @@ CASES = (
         {},
         "CUDA 13 on the official python:3.13-slim-bookworm image (not the OS's own Python)",
     ),
+    Case(
+        "wheels-cpu-arm64",
+        "torch2.5.1-cpu-py3.11-debian12-arm64",
+        Strategy.WHEELS,
+        {},
+        "linux/arm64, the docker tier's emulated image: PyPI's aarch64 wheel of 2.5.1 is the CPU build",
+    ),
+    Case(
+        "wheels-cu130-sm90-addone-arm64",
+        "torch2.14.1-cu130-py3.11-debian12-arm64",
+        Strategy.WHEELS,
+        {"archs": (arch("sm_90"),), "extensions": (addone(),)},
+        "linux/arm64 CUDA 13 for GH200 (sm_90): the aarch64 CUDA wheels, nvcc from PyPI, an extension",
+    ),
+    Case(
+        "cuda-base-cu130-ubuntu24.04-arm64",
+        "torch2.14.1-cu130-py3.12-ubuntu24.04-arm64",
+        Strategy.CUDA_BASE,
+        {},
+        "linux/arm64 on nvidia/cuda (its arm64 image under the same tag): the aarch64 wheels' arch list",
+    ),
 )
 
 
@@ -126,3 +147,7 @@ def test_golden_renders_cover_what_the_issue_asks_for() -> None:
     assert "NVIDIA_" not in texts["wheels-cpu"]
     assert 'TORCH_CUDA_ARCH_LIST="8.9"' in texts["wheels-cu130-sm89-addone"]
     assert "COPY ext/addone /opt/torchyard/src/addone" in texts["wheels-cu130-sm89-addone"]
+    # linux/arm64: the templates do not branch on the platform; the values do (wheel index, arch lists).
+    assert "--index-url" not in texts["wheels-cpu-arm64"]  # PyPI's default aarch64 wheel of 2.5.1 is CPU
+    assert 'TORCH_CUDA_ARCH_LIST="9.0"' in texts["wheels-cu130-sm90-addone-arm64"]
+    assert 'io.torchyard.arch-list="sm_80 sm_90 sm_100 sm_110 sm_120"' in texts["cuda-base-cu130-ubuntu24.04-arm64"]

@@ -360,7 +360,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         f"chose {CU130} (the best of {_valid_count(torch='2.14.1')} valid combinations)\n"
         f"wrote {out}/Dockerfile, plan.json and the build context\n"
         "\n# runtime\n"
-        f"DOCKER_BUILDKIT=1 docker build --progress=plain --target runtime -f {out}/Dockerfile "
+        f"DOCKER_BUILDKIT=1 docker build --progress=plain --target runtime -f {out}/Dockerfile --platform linux/amd64 "
         f"--label io.torchyard.content-hash={data['content_hash']} "
         f"--label io.torchyard.dockerfile-sha256={data['dockerfile_sha256']} "
         f"-t torchyard:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime -t torchyard:2.14-cuda13.0-runtime {out}\n"

@@ -38,7 +38,7 @@ from render_kit import (
 )
 
 from builder.errors import RenderError
-from builder.kinds import Flavor, Strategy
+from builder.kinds import Flavor, Platform, Strategy
 from builder.matrix.model import CudaImage
 from builder.plan import Plan, make_plan
 from builder.resolve.combos import Combination
@@ -59,7 +59,7 @@ class Render:
 @cache
 def renders() -> tuple[Render, ...]:
     found = []
-    for c in valid_combinations():
+    for c in (*valid_combinations(), *valid_combinations(Platform.ARM64)):
         for strategy in Strategy:
             try:
                 found.append(Render(c, strategy, make_plan(matrix(), c, options(strategy)), None))
@@ -120,7 +120,9 @@ def test_the_rendered_set_spans_the_matrix() -> None:
     assert {None, 11, 12, 13} <= majors
     rendered = [r for r in renders() if r.plan is not None]
     assert {r.strategy for r in rendered} == set(Strategy)
-    assert len(renders()) == 2 * len(combos)
+    arm64 = valid_combinations(Platform.ARM64)
+    assert len(arm64) > 100 and {c.platform for c in arm64} == {Platform.ARM64}
+    assert len(renders()) == 2 * (len(combos) + len(arm64))
 
 
 # --- wheels: always ------------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from builder.engine import ImageInfo
 from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
-from builder.kinds import Status
+from builder.kinds import AliasStatus, Status
+from builder.multiplatform import IndexResult
 from builder.publish.run import ItemResult, Report
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
@@ -86,7 +87,10 @@ def _inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, An
 
 def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
     items = [ItemResult("torch2.14.1-cu130-py3.11-debian12-runtime", Status.BUILT, "r:t", reason="")]
-    return Report(items, [], 1.0).as_json()
+    members = {"linux/amd64": "sha256:" + "1" * 64, "linux/arm64": "sha256:" + "2" * 64}
+    index = IndexResult("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime", AliasStatus.MOVED, "sha256:" + "3" * 64,
+                        members=members)  # fmt: skip
+    return Report(items, [], 1.0, [index]).as_json()
 
 
 def _build_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import ctypes
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -305,10 +306,30 @@ def test_train_cpu_passes_when_the_loss_halves(
     modules = install(FakeImage())
     ctx = context(tmp_path)
     status, message = outcome("train.cpu", ctx)
-    assert (status, message.split(" (")[0]) == (PASS, "loss 2.500 -> 1.000 in 30 steps")
+    assert (status, message.split(" (")[0]) == (PASS, "loss 2.500 -> 1.000 in 30 steps of 64")
     # 3 warm-up steps, then 27 timed: 30 steps in all whose losses count
-    assert trainer.calls == [{"device": "cpu", "steps": 27, "batch": 64, "precision": "fp32", "warmup": 3}]
+    assert trainer.calls == [
+        {"device": "cpu", "steps": 27, "batch": 64, "precision": "fp32", "warmup": 3, "size": 32, "width": 32}
+    ]
     assert modules["torch"].num_threads_set and ctx.observed["train_cpu"]["last_loss"] == 1.0
+
+
+def test_train_cpu_small_fits_a_smaller_batch_in_fewer_steps(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --small: an emulated CPU (an arm64 image under QEMU on an x86_64 engine) runs a tenth of the work,
+    # and the loss must still halve.
+    trainer = FakeTrainer(first_loss=2.5, last_loss=1.0)
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", trainer.module())
+    install(FakeImage())
+    ctx = replace(context(tmp_path), small=True)
+    status, message = outcome("train.cpu", ctx)
+    assert (status, message.split(" (")[0]) == (PASS, "loss 2.500 -> 1.000 in 16 steps of 8")
+    assert trainer.calls == [
+        {"device": "cpu", "steps": 14, "batch": 8, "precision": "fp32", "warmup": 2, "size": 16, "width": 16}
+    ]
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.5, last_loss=1.5).module())
+    assert outcome("train.cpu", ctx)[0] == FAIL
 
 
 @pytest.mark.parametrize("last", [1.25, 2.5, float("nan")])

@@ -16,7 +16,7 @@ from render_kit import addone, arch, combination, matrix, options, plan, valid_c
 from builder.archs import Arch
 from builder.engine import ImageInfo, RunResult
 from builder.errors import BuildError
-from builder.kinds import Flavor, Strategy
+from builder.kinds import Flavor, Platform, Strategy
 from builder.plan import CONTENT_LABEL
 from builder.render.options import Extension
 from builder.smoke.expect import cudnn_number
@@ -201,7 +201,7 @@ def test_observed_tag_carries_flavor_strategy_archs_and_extras() -> None:
 
 def test_every_valid_combination_matches_its_own_contents() -> None:
     m = matrix()
-    for c in valid_combinations():
+    for c in (*valid_combinations(), *valid_combinations(Platform.ARM64)):
         v = c.variant
         observed = {
             "torch": c.local_version,
@@ -212,7 +212,7 @@ def test_every_valid_combination_matches_its_own_contents() -> None:
         }
         for flavor in Flavor:
             assert (
-                observed_tag(Observed.from_dict(observed), flavor, W, (SM89,), "x1")
+                observed_tag(Observed.from_dict(observed), flavor, W, (SM89,), "x1", machine=c.platform.machine)
                 == image_tags(m, c, flavor, W, (SM89,), "x1").immutable
             )
 
@@ -220,9 +220,9 @@ def test_every_valid_combination_matches_its_own_contents() -> None:
 def test_check_tag_names_both_tags() -> None:
     p = plan("torch2.14.1-cu130-py3.11-debian12")
     observed = contents_of(p)["runtime"].observed
-    check_tag(p, p.target(R), Observed.from_dict(observed))
+    check_tag(p, p.target(R), Observed.from_dict(observed), "x86_64")
     with pytest.raises(BuildError) as raised:
-        check_tag(p, p.target(R), Observed.from_dict(observed | {"torch": "2.13.0+cu130"}))
+        check_tag(p, p.target(R), Observed.from_dict(observed | {"torch": "2.13.0+cu130"}), "x86_64")
     assert str(raised.value) == (
         "the tag 2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime does not describe the image: its contents say "
         "2.13.0-cuda13.0-cudnn9-py3.11-debian12-runtime"

@@ -1,0 +1,210 @@
+"""Issue 15 in the docker tier: a linux/arm64 image built on this x86_64 machine by emulation, end to end.
+
+QEMU's binfmt handlers and the multi-platform Debian base in the local registry come from scripts/services
+(127.0.0.1:5000/torchyard-base/library/debian:bookworm-slim, reached with --registry-mirror). The image is
+small on purpose: torch 2.5.1's aarch64 wheel on PyPI is the CPU build (a few hundred MB), and the smoke
+suite runs emulated with its training check scaled down (--small). The full CUDA arm64 build is measured by
+bench/arm64_build.py, not here.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import RUN_ID
+from kit import REGISTRY, ROOT, Run, docker, torchyard
+from oci_kit import push_image
+
+from builder.matrix import load_matrix
+from builder.net.http import Http, Policy
+from builder.oci.client import Distribution
+from builder.oci.index import IndexEntry, write_index
+from builder.oci.refs import parse_repo
+from builder.plan import CONTENT_LABEL
+from builder.publish.items import expand
+from builder.publish.plan import plan_publish
+from builder.render.network import NetworkFlags, resolve_network
+
+pytestmark = pytest.mark.docker
+
+MIRROR = f"{REGISTRY}/torchyard-base"
+BINFMT = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+ARM64_FLAGS = ("--platform", "linux/arm64", "--torch", "2.5.1", "--variant", "cpu", "--os", "debian12",
+               "--python", "3.11", "--registry-mirror", MIRROR)  # fmt: skip
+TAG = "2.5.1-cpu-py3.11-debian12-runtime-arm64"
+
+
+def _client() -> Distribution:
+    return Distribution(Http(Policy(timeout=30)), None, docker_login=False)
+
+
+@pytest.fixture(scope="module")
+def emulation() -> None:
+    """What scripts/services sets up: without it these tests fail with the fix, never skip."""
+    problems = []
+    if platform.machine() == "x86_64" and not BINFMT.exists():
+        problems.append(f"no QEMU handler at {BINFMT}")
+    base = _client().platforms(parse_repo(f"{MIRROR}/library/debian"), "bookworm-slim")
+    if base is None or not {"linux/amd64", "linux/arm64"} <= set(base):
+        problems.append(f"no multi-platform base {MIRROR}/library/debian:bookworm-slim (found: {base})")
+    if problems:
+        pytest.fail(f"arm64 tests need emulation ({'; '.join(problems)}): run `sudo scripts/services start`", False)
+
+
+@dataclass(frozen=True)
+class Arm64Build:
+    repo: str
+    out_dir: Path
+    run: Run
+
+    @property
+    def digest(self) -> str:
+        for line in self.run.out.splitlines():
+            if f"pushed {self.repo}:{TAG} (" in line:
+                return line.rsplit("(", 1)[1].rstrip(")")
+        raise AssertionError(f"{TAG} was not pushed:\n{self.run.out}")
+
+
+@pytest.fixture(scope="module")
+def arm64(emulation: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Arm64Build]:
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/arm64"
+    out_dir = tmp_path_factory.mktemp("arm64") / "ctx"
+    run = torchyard("build", *ARM64_FLAGS, "--repo", repo, "--push", "-o", str(out_dir))
+    assert run.code == 0, run.text[-4000:]
+    yield Arm64Build(repo, out_dir, run)
+
+
+def test_the_arm64_image_is_built_emulated_and_passes_the_scaled_smoke_suite(arm64: Arm64Build) -> None:
+    assert "chose torch2.5.1-cpu-py3.11-debian12-arm64" in arm64.run.out
+    assert "[runtime] linux/arm64 runs emulated on this linux/amd64 engine" in arm64.run.out
+    build_log = (arm64.out_dir / "build-runtime.log").read_text()
+    assert f"FROM {MIRROR}/library/debian:bookworm-slim" in build_log
+    report = json.loads((arm64.out_dir / "smoke-runtime.json").read_text())
+    assert (report["machine"], report["small"], report["summary"]["failed"]) == ("aarch64", True, 0)
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["version.torch"]["status"] == "passed" and checks["version.torch"]["message"] == "2.5.1"
+    assert checks["train.cpu"]["status"] == "passed", checks["train.cpu"]
+    assert "16 steps of 8" in checks["train.cpu"]["message"] and "on aarch64" in checks["train.cpu"]["message"]
+    assert checks["compile.cpu"]["status"] == "passed", checks["compile.cpu"]  # g++ under QEMU, Inductor's C++
+
+
+def test_the_pushed_arm64_image_is_pulled_back_by_digest_and_runs_as_aarch64(arm64: Arm64Build) -> None:
+    found = _client().platforms(parse_repo(arm64.repo), TAG)
+    assert found == {"linux/arm64": arm64.digest}
+    ref = f"{arm64.repo}@{arm64.digest}"
+    pulled = docker("pull", ref)
+    assert pulled.returncode == 0, pulled.stderr
+    inspected = docker("image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", ref)
+    assert inspected.stdout.strip() == "linux/arm64"
+    ran = docker("run", "--rm", "--platform", "linux/arm64", "--entrypoint", "uname", ref, "-m")
+    assert (ran.returncode, ran.stdout.strip()) == (0, "aarch64"), ran.stderr
+
+
+def test_a_second_build_finds_the_arm64_image_up_to_date_in_the_registry(arm64: Arm64Build) -> None:
+    again = torchyard("build", *ARM64_FLAGS, "--repo", arm64.repo, "--push", "-o", str(arm64.out_dir), "--force")
+    assert again.code == 0, again.text[-2000:]
+    assert f"{arm64.repo}:{TAG} is up to date in the registry: no build, no push" in again.out
+    assert "building" not in again.out
+
+
+def test_smoke_refuses_the_arm64_image_as_this_machines_platform(arm64: Arm64Build) -> None:
+    # Run with --platform linux/arm64 it takes the build's path (for_platform: --small, timeouts x10), which the
+    # build above ran for real; a second emulated suite here would add minutes and check nothing new.
+    ref = f"{arm64.repo}:{TAG}"
+    refused = torchyard("smoke", ref)
+    assert refused.code == 2
+    assert refused.err == (
+        f"torchyard: error: smoke: {ref} is a linux/arm64 image, not linux/amd64 (--platform (default: this "
+        "machine's))\n"
+    )
+
+
+# --- multi-platform (issue 15.2) -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def arm64_only_mirror(emulation: None) -> str:
+    """A Docker Hub mirror whose debian:bookworm-slim is an index of the arm64 base alone: an amd64 build from it
+    fails at its FROM, in seconds and whatever the network reaches, while the arm64 one builds from cache."""
+    mirror = f"{REGISTRY}/torchyard-test-{RUN_ID}/arm64only"
+    copied = torchyard("promote", f"{MIRROR}/library/debian:bookworm-slim-arm64", f"{mirror}/library/debian:copy")
+    assert copied.code == 0, copied.text
+    client = _client()
+    repo = parse_repo(f"{mirror}/library/debian")
+    digest = client.platforms(repo, "copy")
+    assert digest is not None
+    write_index(client, repo, "bookworm-slim", [IndexEntry(digest["linux/arm64"], "linux/arm64")])
+    return mirror
+
+
+def test_a_platform_that_fails_holds_the_index_and_the_other_stays_addressable(
+    arm64: Arm64Build, arm64_only_mirror: str, tmp_path: Path
+) -> None:
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/multi-held"
+    flags = [f if f != MIRROR else arm64_only_mirror for f in ARM64_FLAGS]
+    flags[flags.index("linux/arm64")] = "linux/amd64,linux/arm64"
+    run = torchyard("build", *flags, "--repo", repo, "--push", "-o", str(tmp_path / "ctx"))
+    assert run.code == 4, run.text[-3000:]
+    assert run.err == f"torchyard: error: linux/amd64 failed; held: {TAG.removesuffix('-arm64')}\n"
+    index_line = next(line for line in run.out.splitlines() if line.startswith("index "))
+    assert index_line.startswith(f"index        held        {repo}:{TAG.removesuffix('-arm64')} linux/amd64 failed: ")
+    client = _client()
+    assert client.manifest(parse_repo(repo), TAG.removesuffix("-arm64")) is None  # nothing under the held tag
+    found = client.platforms(parse_repo(repo), TAG)  # the arm64 image passed: pushed as <tag>-arm64
+    assert found is not None and list(found) == ["linux/arm64"]
+    pulled = docker("pull", f"{repo}@{found['linux/arm64']}")
+    assert pulled.returncode == 0, pulled.stderr
+
+
+BOTH_ENTRY = """
+[[publish]]
+name = "both"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime"]
+platforms = ["linux/amd64", "linux/arm64"]
+"""
+
+
+def test_publish_joins_the_published_platforms_into_one_index_pulled_back_per_platform(tmp_path: Path) -> None:
+    """The step the GitHub `aliases` job runs (`publish --aliases-only`) against the real registry: both
+    platforms' images are in the registry with their plans' content (small stand-ins here: building the arm64
+    CUDA image emulated takes the better part of an hour, bench/arm64_build.py), so the index is written under
+    the tag and its alias, pulled back per platform by digest, and found unchanged by a rerun."""
+    text = (ROOT / "matrix.toml").read_text()
+    matrix = tmp_path / "matrix.toml"
+    matrix.write_text(text[: text.index("[[publish]]")] + BOTH_ENTRY)
+    m = load_matrix(matrix)
+    items, _ = expand(m, resolve_network(NetworkFlags()))
+    [index] = plan_publish(m, items, []).indexes
+    assert index.tags is not None
+    repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/joined"
+    client, where = _client(), parse_repo(repo)
+    pushed = {
+        member.item.combo.platform.value: push_image(client, where, member.tag, arch=member.item.combo.platform.arch,
+                                                     labels={CONTENT_LABEL: member.content_hash}).digest
+        for member in index.members
+    }  # fmt: skip
+    run = torchyard("--matrix", str(matrix), "publish", "--aliases-only", "--repo", repo, "-o", str(tmp_path / "w"))
+    assert run.code == 0, run.text[-3000:]
+    tag, alias = index.tags.immutable, index.tags.aliases[0]
+    assert f"index {tag}: moved" in run.out and f"alias {alias}: moved -> {repo}:{tag}" in run.out
+    written = client.manifest(where, tag)
+    assert written is not None and written.media_type == "application/vnd.oci.image.index.v1+json"
+    assert written.data["annotations"] == {"io.torchyard.content-hash": index.content_hash}
+    assert client.platforms(where, tag) == pushed and client.manifest(where, alias) == written
+    for expected, digest in pushed.items():
+        ref = f"{repo}@{digest}"
+        pulled = docker("pull", ref)
+        assert pulled.returncode == 0, pulled.stderr
+        arch = docker("image", "inspect", "--format", "{{.Os}}/{{.Architecture}}", ref).stdout.strip()
+        assert arch == expected
+    again = torchyard("--matrix", str(matrix), "publish", "--aliases-only", "--repo", repo, "-o", str(tmp_path / "w"))
+    assert again.code == 0, again.text[-2000:]
+    assert f"index {tag}: unchanged" in again.out and f"alias {alias}: unchanged" in again.out
+    assert client.manifest(where, tag) == written
