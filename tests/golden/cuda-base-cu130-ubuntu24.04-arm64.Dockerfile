@@ -84,7 +84,7 @@ RUN --mount=type=cache,id=uv-ubuntu24.04,target=/root/.cache/uv,sharing=locked \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
     uv venv --python "$(command -v python3)" /opt/venv; \
     uv pip install --python /opt/venv/bin/python \
-      -c /opt/torchyard/constraints.txt torch torchvision torchaudio pip; \
+      -c /opt/torchyard/constraints.txt torch torchvision torchaudio pip setuptools; \
     /opt/venv/bin/python /tmp/venv_layers.py split /opt/torchyard/venv-layers.json /layers
 
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------

@@ -105,7 +105,12 @@ def test_uv_and_pip_install_the_same_packages(family: Family) -> None:
     def freeze(image: Built) -> list[str]:
         return image.run("/opt/venv/bin/python", "-m", "pip", "freeze").split()
 
+    def names(image: Built) -> set[str]:  # pip and setuptools too: torch.compile imports setuptools on <= 3.11
+        listed = image.run("/opt/venv/bin/python", "-m", "pip", "freeze", "--all").split()
+        return {line.split("==")[0].lower() for line in listed}
+
     assert freeze(family.uv_2141) == freeze(family.pip_2141)
+    assert names(family.uv_2141) == names(family.pip_2141) and {"pip", "setuptools"} <= names(family.uv_2141)
     assert "torch==2.14.1" in freeze(family.pip_2141) and "nvidia-cudnn-cu13==9.24.0.43" in freeze(family.uv_2141)
     uv, pip = family.uv_2141.venv_layers(), family.pip_2141.venv_layers()
     assert list(uv) == list(pip)  # the same layer plan, whichever installer filled it
