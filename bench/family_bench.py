@@ -38,10 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # builder.stage_times, run from a checkout
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # builder.core.stage_times, run from a checkout
 from family_kit import BuildEngine, PullEngine, Registry, history, host_bridge_intact, host_network_docker, image_size
 
-from builder.stage_times import StageTimes
+from builder.core.stage_times import StageTimes
 
 ROOT = Path(__file__).resolve().parents[1]
 CA = os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt")

@@ -9,19 +9,19 @@ from typing import Any
 
 import click
 
+from builder.build.context_dir import check_output
+from builder.build.multiplatform import build_platforms, index_tags
+from builder.build.pipeline import BuildSettings, Outcome, build
+from builder.build.plan import Plan, build_request, plan_json, tag_refs
 from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
-from builder.context_dir import check_output
+from builder.core.errors import BuildError
+from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
+from builder.core.progress import mode_for
+from builder.core.provenance import provenance_labels
+from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
-from builder.errors import BuildError
-from builder.kinds import AliasStatus, Flavor, Status, parse_gpus
-from builder.multiplatform import build_platforms, index_tags
-from builder.pipeline import BuildSettings, Outcome, build
-from builder.plan import Plan, build_request, plan_json, tag_refs
-from builder.progress import mode_for
-from builder.provenance import provenance_labels
-from builder.stage_times import describe
-from builder.tags import member_tag
+from builder.render.tags import member_tag
 
 
 @click.command("build")

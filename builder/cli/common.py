@@ -9,12 +9,12 @@ from typing import Any, TypeVar
 
 import click
 
+from builder.build.request import Chosen, choose_plan, choose_plans
 from builder.cli.image_options import image_options, render_options_of
 from builder.cli.options import any_host_option, combination_options, folder, matrix_of, raw_query_of, repository
-from builder.kinds import Platform, Target, parse_choice, parse_platform
+from builder.core.kinds import Platform, Target, parse_choice, parse_platform
 from builder.matrix.model import Matrix
 from builder.render.options import RenderOptions
-from builder.request import Chosen, choose_plan, choose_plans
 from builder.resolve.facts import Facts
 from builder.resolve.query import parse_query
 from builder.resolve.report import min_driver

@@ -8,13 +8,13 @@ import click
 
 from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json
+from builder.core.versions import driver_version
 from builder.host.doctor import Diagnosis, diagnose
 from builder.host.probe import probe
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.host.system import RealSystem
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
-from builder.versions import driver_version
 
 SCHEMA = 1
 

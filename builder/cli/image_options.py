@@ -9,15 +9,15 @@ from typing import Any, TypeVar
 
 import click
 
-from builder import env
-from builder.errors import UsageError
-from builder.extension_dir import check_extension_dir
-from builder.files import read_text
-from builder.kinds import Installer, Strategy, parse_choice
+from builder.build.extension_dir import check_extension_dir
+from builder.core import env
+from builder.core.errors import UsageError
+from builder.core.files import read_text
+from builder.core.kinds import Installer, Strategy, parse_choice
+from builder.core.names import check_mirror
+from builder.core.redact import redact
 from builder.matrix import Matrix
 from builder.matrix.lock import BaseLock, lock_path, read_lock
-from builder.names import check_mirror
-from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.query import known_arch

@@ -8,7 +8,7 @@ import click
 
 from builder.cli.options import here_option, image_reference, matrix_of, query_here
 from builder.cli.output import emit_json
-from builder.image_inspect import ImageFacts, combination_of, judge, read_facts
+from builder.host.image_inspect import ImageFacts, combination_of, judge, read_facts
 from builder.resolve.query import Query, RawQuery
 from builder.resolve.rules import Check
 

@@ -10,7 +10,7 @@ import click
 from builder.cli.lookup_view import best_block, grouped_table, groups, image_ref, pip_line, wide_table
 from builder.cli.options import combination_options, here_option, matrix_of, query_of
 from builder.cli.output import emit_json
-from builder.errors import NoMatchError, UsageError
+from builder.core.errors import NoMatchError, UsageError
 from builder.matrix.model import Matrix
 from builder.resolve.choose import SHOWN_REASONS, failure_message
 from builder.resolve.facts import Facts

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from builder.cli.output import table
-from builder.kinds import Flavor, Platform, Strategy
+from builder.core.kinds import Flavor, Platform, Strategy
 from builder.matrix.model import Matrix
+from builder.render.tags import image_tags
 from builder.resolve.report import index_url
 from builder.resolve.resolver import Result
 from builder.resolve.rules import ArchSupport, DriverMode
-from builder.tags import image_tags
 
 _DRIVER_SHORT = {
     DriverMode.FULL: "full",

@@ -8,9 +8,10 @@ import sys
 
 import click
 
-from builder import __version__, env
-from builder.errors import TorchyardError
-from builder.redact import redact
+from builder import __version__
+from builder.core import env
+from builder.core.errors import TorchyardError
+from builder.core.redact import redact
 
 # Environment variables torchyard reads, declared once.
 ENV_MATRIX = env.MATRIX

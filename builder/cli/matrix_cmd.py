@@ -6,9 +6,9 @@ import click
 
 from builder.cli.options import matrix_of
 from builder.cli.output import document, emit_json, table
+from builder.core.resources import default_matrix_path
 from builder.matrix import load_matrix
 from builder.matrix.show import KINDS, grid, show
-from builder.resources import default_matrix_path
 
 # Subcommands defined elsewhere load on use: `torchyard matrix list` never imports the builder or a registry client.
 _LAZY = {

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from builder import env
-from builder.errors import UsageError
+from builder.core import env
+from builder.core.errors import UsageError
 from builder.matrix import Matrix, load_matrix
 from builder.resolve.query import Query, RawQuery, parse_query
 
@@ -95,7 +95,7 @@ def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
 
 def repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A --repo-like flag, checked by Docker's reference grammar before anything else runs."""
-    from builder.names import check_repository
+    from builder.core.names import check_repository
 
     return None if value is None else check_repository(value, f"--{(param.name or '').replace('_', '-')}")
 
@@ -109,7 +109,7 @@ def folder(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 
 
 def image_reference(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from builder.names import check_reference
+    from builder.core.names import check_reference
 
     return check_reference(value, "IMAGE")
 

@@ -8,7 +8,7 @@ import click
 
 from builder.cli.output import emit_json
 from builder.cli.registry_flags import registry_auth, registry_options
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 from builder.oci.refs import parse_ref
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")

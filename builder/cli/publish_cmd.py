@@ -11,13 +11,13 @@ from builder.cli.image_options import lock_of, locked_option, refresh_option, re
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
-from builder.errors import BuildError, RenderError, UsageError
-from builder.files import check_writable
-from builder.kinds import Platform, parse_gpus, parse_platform
-from builder.provenance import provenance_labels
+from builder.core.errors import BuildError, RenderError, UsageError
+from builder.core.files import check_writable
+from builder.core.kinds import Platform, parse_gpus, parse_platform
+from builder.core.provenance import provenance_labels
+from builder.core.redact import redact
 from builder.publish.items import Excluded, Item, expand, on_platforms, select
 from builder.publish.plan import PublishPlan, plan_publish
-from builder.redact import redact
 from builder.render.network import NetworkFlags, resolve_network
 
 DEFAULT_REPO = "torchyard"

@@ -10,9 +10,9 @@ from typing import Any, TypeVar
 
 import click
 
-from builder import env
+from builder.core import env
+from builder.core.errors import UsageError
 from builder.engine import RegistryAuth
-from builder.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 

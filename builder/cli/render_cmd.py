@@ -9,13 +9,13 @@ from typing import Any
 
 import click
 
-from builder import env
+from builder.build.context_dir import write_context
+from builder.build.plan import Plan, build_request, plan_json
 from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
-from builder.context_dir import write_context
+from builder.core import env
+from builder.core.errors import UsageError
 from builder.engine import build_command
-from builder.errors import UsageError
-from builder.plan import Plan, build_request, plan_json
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"

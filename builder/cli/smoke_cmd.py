@@ -7,15 +7,15 @@ from pathlib import Path
 
 import click
 
-from builder.archs import parse_arch
+from builder.build.suite import SmokeOptions, for_platform, run_smoke
 from builder.cli.options import image_reference
 from builder.cli.output import emit_json
+from builder.core.archs import parse_arch
+from builder.core.errors import BuildError, UsageError
+from builder.core.files import check_writable, read_text, write_report_file
+from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.engine import DockerEngine
-from builder.errors import BuildError, UsageError
-from builder.files import check_writable, read_text, write_report_file
-from builder.kinds import Platform, parse_gpus, parse_platform
 from builder.smoke.manifest import Manifest
-from builder.suite import SmokeOptions, for_platform, run_smoke
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
 

@@ -12,9 +12,9 @@ import click
 
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import emit_json
-from builder.errors import UsageError
+from builder.core.errors import UsageError
+from builder.core.versions import parse_spec
 from builder.render.network import CA_ENV_VARS
-from builder.versions import parse_spec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -213,10 +213,10 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
     pins, the torchvision / torchaudio companions (from their Requires-Dist), CUDA releases the pins name.
     What metadata cannot tell (compiled architectures, other variants) is marked "not recorded" with where
     to find it. The result passes `matrix check`; review the diff."""
+    from builder.core.versions import parse_release
     from builder.upstream.index import PYPI
     from builder.upstream.sync import PYTORCH_INDEX, propose
     from builder.upstream.sync_toml import check, insert, render
-    from builder.versions import parse_release
 
     m = matrix_of(ctx)
     version = parse_release(torch_version, "--torch")

@@ -6,16 +6,16 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field, replace
 
+from builder.core.kinds import Flavor, Strategy
+from builder.core.versions import minor_str
 from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
-from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
+from builder.render.tags import image_tags
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.report import index_url, min_driver
 from builder.resolve.resolver import Result, explain, lookup
-from builder.tags import image_tags
-from builder.versions import minor_str
 
 NVIDIA_TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from builder.archs import Arch, arch_from
-from builder.errors import UsageError
+from builder.core.archs import Arch, arch_from
+from builder.core.errors import UsageError
+from builder.core.kinds import Platform
 from builder.host.gpus import GpuReading, SeenGpu, read_gpus
 from builder.host.system import RealSystem, System
-from builder.kinds import Platform
 from builder.matrix.model import Matrix
 from builder.resolve.gpus import Gpu, find_gpu
 from builder.resolve.query import RawQuery

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.errors import MatrixError, RenderError
-from builder.files import read_text
+from builder.core.errors import MatrixError, RenderError
+from builder.core.files import read_text
 from builder.matrix.toml_text import TomlSyntaxError, parse_toml
 
 SCHEMA = 1

@@ -8,10 +8,10 @@ from enum import StrEnum
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from builder.archs import Arch
-from builder.kinds import Platform
+from builder.core.archs import Arch
+from builder.core.kinds import Platform
+from builder.core.versions import Driver, minor_of
 from builder.matrix.publish_set import PublishEntry
-from builder.versions import Driver, minor_of
 
 
 class Confidence(StrEnum):

@@ -3,7 +3,7 @@ names only images with aarch64 wheels, and a multi-platform entry the same image
 
 from __future__ import annotations
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.matrix.model import Matrix, TorchRelease
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
 from builder.matrix.reader import Context

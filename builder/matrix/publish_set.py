@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 from packaging.specifiers import SpecifierSet
 
-from builder import safety
-from builder.archs import Arch
-from builder.errors import RenderError, UsageError
-from builder.kinds import Flavor, Installer, Platform, Strategy, did_you_mean, parse_platform
+from builder.core import safety
+from builder.core.archs import Arch
+from builder.core.errors import RenderError, UsageError
+from builder.core.kinds import Flavor, Installer, Platform, Strategy, did_you_mean, parse_platform
 from builder.matrix import reader as r
 from builder.matrix.reader import Context, Entry
 

@@ -10,11 +10,11 @@ from typing import Any, NoReturn, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
-from builder.archs import Arch, arch_from
-from builder.errors import MatrixError
-from builder.kinds import did_you_mean
+from builder.core.archs import Arch, arch_from
+from builder.core.errors import MatrixError
+from builder.core.kinds import did_you_mean
+from builder.core.versions import Driver, driver_version, release
 from builder.matrix.locate import KeyPath, Locator
-from builder.versions import Driver, driver_version, release
 
 T = TypeVar("T")
 _MISSING: Any = object()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.errors import UsageError
-from builder.kinds import did_you_mean
+from builder.core.errors import UsageError
+from builder.core.kinds import did_you_mean
+from builder.core.versions import driver_version, meets_floors, minor_of, minor_str
 from builder.matrix.model import CudaImage, Host, Matrix, TorchVariant
-from builder.versions import driver_version, meets_floors, minor_of, minor_str
 
 KINDS = ("torch", "cuda", "arch", "cudnn", "os", "driver")
 NOT_RECORDED = "not recorded"
@@ -123,7 +123,7 @@ def _image(i: CudaImage) -> dict[str, Any]:
 
 
 def _arch(m: Matrix, name: str) -> dict[str, Any]:
-    from builder.archs import parse_arch
+    from builder.core.archs import parse_arch
 
     try:
         wanted = parse_arch(name).name

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from builder.archs import Arch
-from builder.kinds import Platform, did_you_mean
+from builder.core.archs import Arch
+from builder.core.kinds import Platform, did_you_mean
+from builder.core.versions import minor_of, minor_str
 from builder.matrix.locate import KeyPath
 from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, TorchVariant
 from builder.matrix.publish_check import check_platforms
 from builder.matrix.publish_set import check_publish
 from builder.matrix.reader import Context
-from builder.versions import minor_of, minor_str
 
 CUDNN_TAGS = ("cudnn8", "cudnn9", "cudnn")
 

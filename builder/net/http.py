@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from builder.errors import UpstreamError
+from builder.core.errors import UpstreamError
 from builder.net.cache import CacheKind, DiskCache, Stored
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})

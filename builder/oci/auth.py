@@ -14,8 +14,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from builder.core.errors import PushError, UpstreamError
 from builder.engine import RegistryAuth
-from builder.errors import PushError, UpstreamError
 from builder.net.http import Http
 from builder.oci.refs import DOCKER_HUB
 

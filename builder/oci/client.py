@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin
 
+from builder.core.errors import PushError, UpstreamError
 from builder.engine import RegistryAuth
-from builder.errors import PushError, UpstreamError
 from builder.net.cache import CacheKind
 from builder.net.http import Http, Reply
 from builder.oci.auth import Authenticator, parse_challenge

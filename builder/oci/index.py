@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from builder.errors import PushError, UsageError
+from builder.core.errors import PushError, UsageError
 from builder.oci.client import OCI_INDEX, Distribution, digest_of
 from builder.oci.refs import RepoRef, normalize_platform, platform_fields, platform_of
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from builder.errors import PushError
+from builder.core.errors import PushError
 from builder.oci.client import Distribution, Manifest
 from builder.oci.refs import ImageRef, RepoRef, platform_of
 

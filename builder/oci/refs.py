@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 
 DOCKER_HUB = "registry-1.docker.io"
 _HUB_NAMES = frozenset({"docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com"})

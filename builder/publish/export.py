@@ -6,9 +6,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from builder.context_dir import write_context
-from builder.kinds import Platform
-from builder.plan import Plan, tag_refs
+from builder.build.context_dir import write_context
+from builder.build.plan import Plan, tag_refs
+from builder.core.kinds import Platform
 from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 

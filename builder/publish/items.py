@@ -6,19 +6,19 @@ import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from builder.errors import RenderError, UsageError
-from builder.kinds import Flavor, Platform, Strategy
+from builder.core.errors import RenderError, UsageError
+from builder.core.kinds import Flavor, Platform, Strategy
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
 from builder.render.context import bases
 from builder.render.network import Network
 from builder.render.options import RenderOptions
+from builder.render.tags import platform_suffix
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.resolver import evaluate
-from builder.tags import platform_suffix
 
 
 @dataclass(frozen=True)

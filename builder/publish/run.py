@@ -17,18 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder.build.multiplatform import IndexResult, publish_index
+from builder.build.pipeline import BuildSettings, build
+from builder.build.plan import Plan
+from builder.build.registry import Registry
+from builder.core.errors import Interrupted, TorchyardError
+from builder.core.files import write_report_file
+from builder.core.kinds import AliasStatus, Status
+from builder.core.process import reset_cancel, stop_all
+from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
-from builder.errors import Interrupted, TorchyardError
-from builder.files import write_report_file
-from builder.kinds import AliasStatus, Status
-from builder.multiplatform import IndexResult, publish_index
-from builder.pipeline import BuildSettings, build
-from builder.plan import Plan
-from builder.process import reset_cancel, stop_all
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
-from builder.redact import redact
-from builder.registry import Registry
-from builder.tags import ImageTags
+from builder.render.tags import ImageTags
 
 Log = Callable[[str], None]
 
@@ -44,7 +44,7 @@ class PublishSettings:
     aliases: bool = True
     aliases_only: bool = False  # build nothing: move the aliases of images already published
     pip_conf: str | None = field(default=None, repr=False)
-    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
+    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Report:
     items: list[ItemResult]
     aliases: list[AliasResult]
     seconds: float
-    indexes: list[IndexResult] = field(default_factory=list)  # multi-platform images (builder/multiplatform.py)
+    indexes: list[IndexResult] = field(default_factory=list)  # multi-platform images (builder/build/multiplatform.py)
 
     @property
     def failed(self) -> bool:

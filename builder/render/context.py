@@ -7,10 +7,12 @@ from typing import Any
 
 from packaging.version import Version
 
-from builder import __version__, safety
-from builder.archs import Arch
-from builder.errors import RenderError
-from builder.kinds import Flavor, Strategy
+from builder import __version__
+from builder.core import safety
+from builder.core.archs import Arch
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Strategy
+from builder.core.versions import minor_str
 from builder.matrix.model import CudaImage, Matrix
 from builder.render.layers import LABEL as LAYERS_LABEL
 from builder.render.layers import layer_plan
@@ -19,7 +21,6 @@ from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import index_url
-from builder.versions import minor_str
 
 VENV = "/opt/venv"
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder import __version__, safety
-from builder.archs import Arch
-from builder.kinds import Flavor, Strategy
+from builder import __version__
+from builder.core import safety
+from builder.core.archs import Arch
+from builder.core.kinds import Flavor, Strategy
+from builder.core.versions import minor_str
 from builder.render import context as ctx
 from builder.render.layers import LayerPlan, layer_plan
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
-from builder.versions import minor_str
 
 
 def dockerfile_context(

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.errors import RenderError
-from builder.files import read_bytes
-from builder.safety import check_apt_mirror, check_url, redact
+from builder.core.errors import RenderError
+from builder.core.files import read_bytes
+from builder.core.safety import check_apt_mirror, check_url, redact
 
 CA_LIMIT = 16 << 20  # a system bundle is about 200 KB
 # Host settings picked up by default, in order of precedence.

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from builder.errors import RenderError
+from builder.core.errors import RenderError
+from builder.core.versions import Driver, minor_of, minor_str
 from builder.matrix.model import CudaImage, Matrix
 from builder.resolve.facts import Facts
-from builder.versions import Driver, minor_of, minor_str
 
 REPOSITORY = "nvidia/cuda"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from builder.archs import Arch
-from builder.kinds import Installer, Strategy
+from builder.core.archs import Arch
+from builder.core.kinds import Installer, Strategy
 from builder.matrix.lock import BaseLock
 from builder.render.network import Network
 

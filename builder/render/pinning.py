@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.matrix.lock import BaseLock, pin
 from builder.render.context import Bases
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import jinja2
 
-from builder.resources import templates_path
+from builder.core.resources import templates_path
 
 
 @cache  # one environment per process: it caches compiled templates (a fresh one recompiles each time)
@@ -18,7 +18,7 @@ def make_env() -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        autoescape=False,  # Dockerfiles, not HTML; every value is checked by builder.safety
+        autoescape=False,  # Dockerfiles, not HTML; every value is checked by builder.core.safety
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from builder.errors import NoMatchError
+from builder.core.errors import NoMatchError
 from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination
 from builder.resolve.query import Query

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from builder.archs import Arch
-from builder.kinds import Platform
+from builder.core.archs import Arch
+from builder.core.kinds import Platform
+from builder.core.versions import minor_str
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
 from builder.resolve.query import Query
 from builder.smoke.manifest import STACK_KEYS
-from builder.versions import minor_str
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from functools import cached_property
 
 from packaging.version import Version
 
-from builder.archs import Arch
+from builder.core.archs import Arch
+from builder.core.versions import Driver, minor_of
 from builder.matrix.model import ArchInfo, Companion, CudaImage, CudnnRange, Matrix
-from builder.versions import Driver, minor_of
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_", re.ASCII)
 # PEP 513 / 571 / 599 legacy aliases for the glibc they require.

@@ -10,11 +10,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from builder.archs import Arch
-from builder.errors import UsageError
-from builder.kinds import GpuClass
+from builder.core.archs import Arch
+from builder.core.errors import UsageError
+from builder.core.kinds import GpuClass
+from builder.core.versions import Driver
 from builder.matrix.model import GpuProduct, Host, Matrix
-from builder.versions import Driver
 
 # Words that say nothing about which chip it is: vendor and brand words, form factors, memory, "Laptop".
 _NOISE = frozenset(

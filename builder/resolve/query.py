@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
 
-from builder.archs import Arch, parse_arch
-from builder.errors import UsageError
-from builder.kinds import Platform, did_you_mean, parse_platform
+from builder.core.archs import Arch, parse_arch
+from builder.core.errors import UsageError
+from builder.core.kinds import Platform, did_you_mean, parse_platform
+from builder.core.versions import Driver, parse_driver, parse_spec
 from builder.matrix.model import Host, Matrix
 from builder.resolve.gpus import Gpu, find_gpu
-from builder.versions import Driver, parse_driver, parse_spec
 
 
 @dataclass(frozen=True, kw_only=True)

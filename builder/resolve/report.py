@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from builder.core.versions import minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.resolver import Explanation, Result
-from builder.versions import minor_str
 
 
 def index_url(c: Combination) -> str | None:

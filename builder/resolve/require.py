@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from builder.kinds import GpuClass
+from builder.core.kinds import GpuClass
+from builder.core.versions import Driver, driver_version
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import Gpu
 from builder.resolve.rules.check import Check
-from builder.versions import Driver, driver_version
 
 _CONDITION = re.compile(r"^(cuda|driver|brand)(>=|<=|=|<|>)([A-Za-z0-9.]+)$", re.ASCII)
 SOURCES = ("container-toolkit", "nvidia-cuda-images")

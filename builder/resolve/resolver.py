@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from builder.archs import Arch
+from builder.core.archs import Arch
 from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination, enumerate_combinations, selected
 from builder.resolve.facts import Facts

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from builder.errors import UsageError
-from builder.kinds import Platform
+from builder.core.errors import UsageError
+from builder.core.kinds import Platform
+from builder.core.versions import minor_str
 from builder.matrix.model import Build, Matrix
 from builder.publish.items import Item, expand
 from builder.resolve.combos import Combination, selected
@@ -23,7 +24,6 @@ from builder.resolve.gpus import catalogue
 from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.report import min_driver
 from builder.resolve.resolver import evaluate, rank_key
-from builder.versions import minor_str
 
 SCHEMA = 1
 
@@ -60,7 +60,7 @@ def minor_str_tuple(reports: tuple[int, int]) -> str:
 
 
 def _image(m: Matrix, item: Item, repo: str) -> dict[str, Any]:
-    from builder.plan import make_plan  # the tags of the image: the plan computes them
+    from builder.build.plan import make_plan  # the tags of the image: the plan computes them
 
     tags = make_plan(m, item.combo, item.options).target(item.flavor).tags
     gpus = " --gpus all" if item.combo.variant.cuda is not None else ""

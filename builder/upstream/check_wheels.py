@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from builder.errors import UpstreamError
+from builder.core.errors import UpstreamError
 from builder.net.http import Http
 from builder.upstream.claims import Pin, WheelClaim
 from builder.upstream.index import IndexFormatError, ProjectPage, read_project

@@ -12,7 +12,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.matrix.locate import KeyPath, Locator
 from builder.matrix.model import Companion, Matrix, TorchRelease, TorchVariant
 from builder.resolve.combos import Combination

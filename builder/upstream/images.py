@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builder.errors import PushError, RenderError, UpstreamError
-from builder.kinds import Platform, Strategy
+from builder.core.errors import PushError, RenderError, UpstreamError
+from builder.core.kinds import Platform, Strategy
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import CudaImage, Matrix
 from builder.oci.client import Distribution

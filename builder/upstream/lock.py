@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass
 
-from builder.errors import PushError, UpstreamError
+from builder.core.errors import PushError, UpstreamError
 from builder.matrix.lock import BaseLock, LockedImage
 from builder.matrix.model import Matrix
 from builder.oci.client import Distribution

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.matrix.model import TorchRelease, TorchVariant
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from builder.redact import redact
+from builder.core.redact import redact
 
 SCHEMA = 1
 

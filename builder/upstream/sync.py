@@ -11,15 +11,15 @@ from dataclasses import dataclass, field
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from builder.errors import NoMatchError, UpstreamError, UsageError
-from builder.kinds import Platform
+from builder.core.errors import NoMatchError, UpstreamError, UsageError
+from builder.core.kinds import Platform
+from builder.core.versions import minor_str
 from builder.matrix.model import Companion, Matrix
 from builder.net.http import Http
 from builder.resolve.facts import Facts
 from builder.upstream.index import PYPI, ProjectPage, read_project
 from builder.upstream.lazywheel import WheelError, read_member, read_metadata
 from builder.upstream.wheels import Metadata, Wheel, by_version, parse_metadata, pins
-from builder.versions import minor_str
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 _VERSION_PY = re.compile(r"^torch/version\.py$")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from builder.errors import MatrixError
-from builder.kinds import Platform
+from builder.core.errors import MatrixError
+from builder.core.kinds import Platform
 from builder.matrix import load_matrix
 from builder.upstream.sync import Proposal, Variant
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass, replace
 
 from packaging.specifiers import SpecifierSet
 
-from builder.errors import UsageError
-from builder.kinds import did_you_mean
+from builder.core.errors import UsageError
+from builder.core.kinds import did_you_mean
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix
 from builder.net.http import Http

@@ -20,7 +20,7 @@ from pathlib import Path
 from index_server import Index
 from kit import CI_DIR, docker, torchyard
 
-from builder.kinds import Installer
+from builder.core.kinds import Installer
 from builder.render.network import Network
 
 LINUX = '; platform_system == "Linux"'

@@ -24,7 +24,7 @@ from index_server import serving
 from kit import docker
 from layer_kit import Built, build, family_index
 
-from builder.kinds import Installer
+from builder.core.kinds import Installer
 
 pytestmark = pytest.mark.docker
 

@@ -22,14 +22,16 @@ from typing import Any
 import pytest
 
 import builder.engine
+import builder.engine.images
+import builder.engine.probe
+from builder.build.plan import Plan
+from builder.build.registry import Registry
+from builder.build.suite import OUT
+from builder.core.errors import BuildError
+from builder.core.kinds import Platform
+from builder.core.versions import minor_str
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
-from builder.errors import BuildError
-from builder.kinds import Platform
-from builder.plan import Plan
-from builder.registry import Registry
 from builder.smoke.expect import cudnn_number
-from builder.suite import OUT
-from builder.versions import minor_str
 
 BUILD_LINES = (
     "#1 [internal] load build definition from Dockerfile",
@@ -297,4 +299,4 @@ def wall_off_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a unit test reached the real Docker engine")
 
     monkeypatch.setattr(builder.engine.DockerEngine, "_sdk", refuse)
-    monkeypatch.setattr(builder.engine, "run_command", refuse)
+    monkeypatch.setattr(builder.engine.images, "run_command", refuse)

@@ -6,7 +6,7 @@ like the real thing; tests that need the whole picture load the real matrix.toml
 
 from __future__ import annotations
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.matrix.loader import load_matrix, parse_text
 from builder.matrix.model import Matrix, OSBase
 from builder.resolve.combos import Combination

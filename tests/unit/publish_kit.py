@@ -16,9 +16,9 @@ from typing import Any
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import ROOT
 
+from builder.build.plan import CONTENT_LABEL, Plan, make_plan
 from builder.engine import BuildRequest, RegistryAuth
 from builder.matrix import Matrix, load_matrix
-from builder.plan import CONTENT_LABEL, Plan, make_plan
 from builder.publish.items import Item, expand
 
 REPO = "127.0.0.1:5000/team/torch"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from matrix_kit import real
 
-from builder.archs import Arch, arch_from, parse_arch
-from builder.errors import UsageError
+from builder.core.archs import Arch, arch_from, parse_arch
+from builder.core.errors import UsageError
 from builder.resolve.query import known_arch
 
 

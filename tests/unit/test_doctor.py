@@ -33,7 +33,7 @@ from matrix_kit import real
 
 from builder.cli.doctor_cmd import as_data
 from builder.cli.main import cli
-from builder.errors import EngineError
+from builder.core.errors import EngineError
 from builder.host.doctor import Diagnosis, diagnose
 from builder.host.gpus import read_gpus
 from builder.host.probe import probe

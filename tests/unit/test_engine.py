@@ -1,4 +1,4 @@
-"""The Docker seam itself (builder/engine.py, builder/process.py), with its outside replaced:
+"""The Docker seam itself (builder/engine/, builder/core/process.py), with its outside replaced:
 `docker.from_env` by a fake SDK client, `subprocess` by fakes, `run_command` by a recorder.
 No process is started and no engine is reached.
 """
@@ -16,8 +16,12 @@ from typing import Any
 import docker
 import pytest
 
+import builder.core.process
 import builder.engine
-import builder.process
+import builder.engine.images
+import builder.engine.probe
+from builder.core.errors import BuildError, EngineError, Interrupted, PushError
+from builder.core.process import Completed, run_command
 from builder.engine import (
     BuildRequest,
     DockerEngine,
@@ -28,8 +32,6 @@ from builder.engine import (
     find_build_client,
     split_ref,
 )
-from builder.errors import BuildError, EngineError, Interrupted, PushError
-from builder.process import Completed, run_command
 
 INFO_CLASSIC = EngineInfo("20.10.24", "1.41", "/usr/bin/docker", False)
 
@@ -77,9 +79,9 @@ class Clients:
 def host(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Clients]:
     def make(found: dict[str, tuple[str, bool]], on_path: str | None = None, env: str | None = None) -> Clients:
         clients = Clients(found, on_path)
-        monkeypatch.setattr("builder.engine.shutil.which", lambda name: on_path)
-        monkeypatch.setattr(builder.engine, "Path", lambda p: SimpleNamespace(is_file=lambda: p in found))
-        monkeypatch.setattr("builder.engine.subprocess.run", clients.run)
+        monkeypatch.setattr("builder.engine.probe.shutil.which", lambda name: on_path)
+        monkeypatch.setattr(builder.engine.probe, "Path", lambda p: SimpleNamespace(is_file=lambda: p in found))
+        monkeypatch.setattr("builder.engine.probe.subprocess.run", clients.run)
         if env is None:
             monkeypatch.delenv("TORCHYARD_DOCKER", raising=False)
         else:
@@ -145,7 +147,7 @@ def test_a_client_that_cannot_run_is_skipped(host: Callable[..., Clients], monke
     def broken(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
         raise OSError(8, "Exec format error")
 
-    monkeypatch.setattr("builder.engine.subprocess.run", broken)
+    monkeypatch.setattr("builder.engine.probe.subprocess.run", broken)
     with pytest.raises(EngineError, match="no BuildKit-capable docker CLI among /usr/bin/docker"):
         find_build_client()
 
@@ -361,7 +363,7 @@ class Recorder:
 
 
 def engine_with(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, info: EngineInfo = INFO_CLASSIC) -> DockerEngine:
-    monkeypatch.setattr(builder.engine, "run_command", recorder)
+    monkeypatch.setattr(builder.engine.images, "run_command", recorder)
     engine = DockerEngine()
     monkeypatch.setattr(engine, "info", lambda: info)
     return engine
@@ -482,8 +484,8 @@ class FakePopen:
 def popen(monkeypatch: pytest.MonkeyPatch) -> Callable[..., FakePopen]:
     def make(**kwargs: Any) -> FakePopen:
         fake = FakePopen(**kwargs)
-        monkeypatch.setattr("builder.process.subprocess.Popen", fake)
-        monkeypatch.setattr("builder.process.os.killpg", fake.killpg)
+        monkeypatch.setattr("builder.core.process.subprocess.Popen", fake)
+        monkeypatch.setattr("builder.core.process.os.killpg", fake.killpg)
         return fake
 
     return make
@@ -524,7 +526,7 @@ def test_a_child_already_gone_is_fine(popen: Callable[..., FakePopen], monkeypat
     def gone(pid: int, sig: int) -> None:
         raise ProcessLookupError
 
-    monkeypatch.setattr("builder.process.os.killpg", gone)
+    monkeypatch.setattr("builder.core.process.os.killpg", gone)
     with pytest.raises(Interrupted):
         run_command(["docker"])
 

@@ -12,14 +12,14 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import plan
 
+import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
 import builder.engine
-import builder.pipeline
 import builder.publish.run
 from builder.cli.main import main
-from builder.errors import EngineError, Interrupted, PushError
-from builder.kinds import Status
+from builder.core.errors import EngineError, Interrupted, PushError
+from builder.core.kinds import Status
 from builder.publish.run import ItemResult, Report
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -43,7 +43,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch, **knobs: object) -> FakeEngine:
         setattr(fake, name, value)
     for module in (builder.cli.build_cmd, builder.cli.smoke_cmd, builder.engine):
         monkeypatch.setattr(module, "DockerEngine", lambda: fake)
-    monkeypatch.setattr(builder.pipeline, "Registry", lambda auth: registry)
+    monkeypatch.setattr(builder.build.pipeline, "Registry", lambda auth: registry)
     return fake
 
 

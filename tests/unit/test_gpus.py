@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from matrix_kit import real
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 from builder.matrix.model import Host
 from builder.resolve.gpus import find_gpu, tokens
 

@@ -9,7 +9,7 @@ import pytest
 import requests
 from http_kit import Answer, Net
 
-from builder.errors import UpstreamError
+from builder.core.errors import UpstreamError
 from builder.net.cache import CacheKind, DiskCache
 from builder.net.http import BudgetSpent, Policy, Unreachable
 

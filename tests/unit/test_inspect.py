@@ -11,12 +11,12 @@ from matrix_kit import query, real
 
 import builder.engine
 from builder.cli.main import main
+from builder.core.versions import parse_driver
 from builder.engine import ImageInfo
-from builder.image_inspect import judge, read_facts
+from builder.host.image_inspect import judge, read_facts
 from builder.resolve.facts import Facts
 from builder.resolve.require import rule_container_start
 from builder.resolve.resolver import lookup
-from builder.versions import parse_driver
 
 M = real()
 F = Facts(M)

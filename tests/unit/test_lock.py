@@ -15,8 +15,8 @@ from registry_kit import MemoryRegistry
 from render_kit import options, plan
 
 from builder.cli.main import main
-from builder.errors import MatrixError, PushError, RenderError
-from builder.kinds import Platform, Strategy
+from builder.core.errors import MatrixError, PushError, RenderError
+from builder.core.kinds import Platform, Strategy
 from builder.matrix import load_matrix
 from builder.matrix.lock import BaseLock, LockedImage, lock_path, read_lock, write_lock
 from builder.oci.client import Distribution

@@ -14,7 +14,7 @@ import pytest
 from matrix_kit import BASE, edit, line_of
 
 from builder.cli.main import main
-from builder.errors import MatrixError
+from builder.core.errors import MatrixError
 from builder.matrix.loader import load_matrix
 
 

@@ -11,13 +11,13 @@ from collections import defaultdict
 from matrix_kit import combo, query, real
 from packaging.version import Version
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
+from builder.core.versions import Driver, minor_of, parse_driver
 from builder.matrix.model import Wheels
 from builder.resolve import rules
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.resolver import lookup
-from builder.versions import Driver, minor_of, parse_driver
 
 M = real()
 

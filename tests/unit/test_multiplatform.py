@@ -10,11 +10,11 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import plan
 
-from builder.kinds import AliasStatus, Flavor, Platform
-from builder.multiplatform import PlatformsRun, build_platforms, combined_hash, index_tags, publish_index
-from builder.pipeline import BuildSettings
-from builder.plan import Plan
-from builder.tags import ImageTags, index_tag, member_tag
+from builder.build.multiplatform import PlatformsRun, build_platforms, combined_hash, index_tags, publish_index
+from builder.build.pipeline import BuildSettings
+from builder.build.plan import Plan
+from builder.core.kinds import AliasStatus, Flavor, Platform
+from builder.render.tags import ImageTags, index_tag, member_tag
 
 REPO = "127.0.0.1:5000/team/torch"
 AMD64_ID, ARM64_ID = "torch2.14.1-cu130-py3.11-debian12", "torch2.14.1-cu130-py3.11-debian12-arm64"

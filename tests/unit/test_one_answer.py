@@ -16,9 +16,9 @@ from matrix_kit import real
 from builder.cli.main import main
 from builder.engine import ImageInfo
 from builder.host.doctor import diagnose
+from builder.host.image_inspect import judge, read_facts
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
-from builder.image_inspect import judge, read_facts
 from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.resolver import lookup
 

@@ -15,13 +15,13 @@ import pytest
 from fake_engine import Call, FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import addone, arch, no_host_network, plan
 
+from builder.build.pipeline import BuildSettings, Outcome, build
+from builder.build.plan import CONTENT_LABEL, Plan
+from builder.build.suite import IN_IMAGE_SMOKE, OUT
+from builder.core.errors import BuildError, EngineError, Interrupted, PushError, TorchyardError
+from builder.core.kinds import Flavor
 from builder.engine import ImageInfo, Mount, RegistryAuth
-from builder.errors import BuildError, EngineError, Interrupted, PushError, TorchyardError
-from builder.kinds import Flavor
-from builder.pipeline import BuildSettings, Outcome, build
-from builder.plan import CONTENT_LABEL, Plan
 from builder.render.context import cuda_home
-from builder.suite import IN_IMAGE_SMOKE, OUT
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
 REPO = "127.0.0.1:5000/team/torch"

@@ -11,15 +11,15 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import addone, arch, combination, matrix, plan
 
-from builder.errors import BuildError, UsageError
-from builder.kinds import Flavor, Platform, Strategy
-from builder.names import check_mirror
-from builder.pipeline import BuildSettings, build
-from builder.plan import Plan, plan_json
+from builder.build.pipeline import BuildSettings, build
+from builder.build.plan import Plan, plan_json
+from builder.build.suite import EMULATED_TIMEOUT_SCALE, SmokeOptions, _flags, for_platform
+from builder.build.verify import observed_tag
+from builder.core.errors import BuildError, UsageError
+from builder.core.kinds import Flavor, Platform, Strategy
+from builder.core.names import check_mirror
+from builder.render.tags import image_tags
 from builder.smoke.manifest import Observed
-from builder.suite import EMULATED_TIMEOUT_SCALE, SmokeOptions, _flags, for_platform
-from builder.tags import image_tags
-from builder.verify import observed_tag
 
 CPU_ARM64 = "torch2.5.1-cpu-py3.11-debian12-arm64"  # the docker tier's emulated image: PyPI's aarch64 CPU wheel
 CUDA_ARM64 = "torch2.14.1-cu130-py3.11-debian12-arm64"

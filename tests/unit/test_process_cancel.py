@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from builder.errors import Interrupted
-from builder.process import check_cancelled, reset_cancel, run_command, stop_all
+from builder.core.errors import Interrupted
+from builder.core.process import check_cancelled, reset_cancel, run_command, stop_all
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from builder.progress import BuildProgress, Mode, downloaded, human_bytes, mode_for
+from builder.core.progress import BuildProgress, Mode, downloaded, human_bytes, mode_for
 
 STEP = "#12 [venv 3/5] RUN --mount=type=cache,target=/root/.cache/pip pip install -r constraints.txt torch==2.14.1"
 

@@ -10,9 +10,9 @@ import pytest
 from http_kit import Net
 from registry_kit import MemoryRegistry
 
-import builder.plan
+import builder.build.plan
 from builder.cli.main import main
-from builder.errors import PushError, UsageError
+from builder.core.errors import PushError, UsageError
 from builder.oci import promote as promote_module
 from builder.oci.client import OCI_INDEX, Distribution
 from builder.oci.index import IndexEntry, index_bytes, write_index
@@ -32,7 +32,7 @@ def setup(other: str | None = None) -> tuple[Net, MemoryRegistry, Distribution]:
 
 
 def test_the_label_promote_checks_is_the_one_the_plan_writes() -> None:
-    assert promote_module.CONTENT_LABEL == builder.plan.CONTENT_LABEL
+    assert promote_module.CONTENT_LABEL == builder.build.plan.CONTENT_LABEL
 
 
 def test_promote_mounts_blobs_and_puts_the_same_manifest() -> None:

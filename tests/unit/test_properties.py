@@ -13,9 +13,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from matrix_kit import query, real
 
+from builder.core.versions import parse_driver
 from builder.resolve.facts import Facts
 from builder.resolve.resolver import Result, explain, lookup
-from builder.versions import parse_driver
 
 M = real()
 F = Facts(M)

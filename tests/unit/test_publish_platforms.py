@@ -10,10 +10,10 @@ import pytest
 from fake_engine import wall_off_the_engine
 from publish_kit import REPO, PublishFakes, fakes_for, matrix_with
 
-from builder.errors import MatrixError
-from builder.kinds import AliasStatus, Platform, Status
-from builder.multiplatform import combined_hash
-from builder.plan import make_plan
+from builder.build.multiplatform import combined_hash
+from builder.build.plan import make_plan
+from builder.core.errors import MatrixError
+from builder.core.kinds import AliasStatus, Platform, Status
 from builder.publish.export import bake, github_matrix
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish

@@ -16,8 +16,8 @@ import pytest
 from fake_engine import wall_off_the_engine
 from publish_kit import REPO, PublishFakes, fakes_for
 
-from builder.errors import Interrupted, PushError
-from builder.plan import CONTENT_LABEL
+from builder.build.plan import CONTENT_LABEL
+from builder.core.errors import Interrupted, PushError
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
@@ -159,7 +159,7 @@ def test_a_rejected_push_fails_that_image_and_holds_its_alias(fakes: PublishFake
 
 
 def test_a_failed_build_tags_nothing_of_its_group(fakes: PublishFakes, tmp_path: Path) -> None:
-    from builder.errors import BuildError
+    from builder.core.errors import BuildError
 
     fakes.fault(NEWEST, fail_build=BuildError("docker build failed (exit 1): #9 ERROR: pip install"))
     report, _ = run(fakes, tmp_path)

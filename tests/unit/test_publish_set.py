@@ -10,7 +10,7 @@ import pytest
 from publish_kit import matrix_with
 
 from builder.cli.main import main
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 from builder.matrix import Matrix
 from builder.publish.items import Item, expand, select
 
@@ -192,7 +192,7 @@ def test_bad_publish_flags_are_one_line_and_exit_2(
 
 
 def test_an_entry_labels_its_images_without_changing_their_tags(tmp_path: Path) -> None:
-    from builder.plan import make_plan
+    from builder.build.plan import make_plan
 
     plain = matrix_with(
         '[[publish]]\nname = "a"\ntorch = "==2.14.1"\nos = ["debian12"]\nflavors = ["runtime"]\n', tmp_path

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from render_kit import ROOT, addone, arch, plan
 
-from builder.kinds import Strategy
+from builder.core.kinds import Strategy
 from builder.render.network import CA_ENV_VARS, INDEX_ENV_VAR
 
 GOLDEN = ROOT / "tests" / "golden"

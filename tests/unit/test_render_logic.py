@@ -28,8 +28,8 @@ from render_kit import (
 )
 
 from builder.cli.main import main
-from builder.errors import RenderError
-from builder.kinds import Flavor, Installer, Strategy
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Installer, Strategy
 from builder.render.layers import layer_plan
 from builder.render.nvidia import select_image
 from builder.resolve.query import RawQuery, parse_query

@@ -37,12 +37,12 @@ from render_kit import (
     valid_combinations,
 )
 
-from builder.errors import RenderError
-from builder.kinds import Flavor, Platform, Strategy
+from builder.build.plan import Plan, make_plan
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Platform, Strategy
+from builder.core.versions import minor_of
 from builder.matrix.model import CudaImage
-from builder.plan import Plan, make_plan
 from builder.resolve.combos import Combination
-from builder.versions import minor_of
 
 HADOLINT_CONFIG = ROOT / ".hadolint.yaml"
 LINT_ALL = os.environ.get("TORCHYARD_LINT_ALL") == "1"

@@ -10,14 +10,14 @@ import pytest
 from matrix_kit import BASE, combo, edit, fake_os, query, real, small
 from packaging.version import Version
 
-from builder.archs import Arch
-from builder.kinds import Platform
+from builder.core.archs import Arch
+from builder.core.kinds import Platform
+from builder.core.versions import parse_driver
 from builder.resolve import rules
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.resolver import explain, lookup
 from builder.resolve.rules import ArchSupport, DriverMode, arch_support, driver_mode
-from builder.versions import parse_driver
 
 M = real()
 F = Facts(M)

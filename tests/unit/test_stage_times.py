@@ -1,8 +1,8 @@
-"""builder/stage_times.py: BuildKit's plain progress -> seconds per Dockerfile stage."""
+"""builder/core/stage_times.py: BuildKit's plain progress -> seconds per Dockerfile stage."""
 
 from __future__ import annotations
 
-from builder.stage_times import StageTimes, describe
+from builder.core.stage_times import StageTimes, describe
 
 LOG = """#1 [internal] load build definition from Dockerfile
 #1 DONE 0.1s

@@ -13,14 +13,14 @@ from http_kit import Net
 from matrix_kit import BASE, edit
 from upstream_kit import Upstream
 
-from builder.errors import NoMatchError, UsageError
+from builder.core.errors import NoMatchError, UsageError
+from builder.core.versions import release
 from builder.matrix import load_matrix
 from builder.net.http import Policy
 from builder.oci.client import Distribution
 from builder.upstream.sync import propose
 from builder.upstream.sync_toml import check, insert, render
 from builder.upstream.verify import VerifyOptions, verify
-from builder.versions import release
 
 OLDER = edit(
     edit(

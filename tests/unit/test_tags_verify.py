@@ -1,4 +1,4 @@
-"""Tags (builder/tags.py) and the checks that hold a built image to them (builder/verify.py).
+"""Tags (builder/render/tags.py) and the checks that hold a built image to them (builder/build/verify.py).
 
 Tags are computed from the plan; the tag check recomputes the immutable tag from what the smoke suite
 read inside the image; the label check compares the image's labels with the plan's; the extension
@@ -13,17 +13,17 @@ import pytest
 from fake_engine import FakeEngine, contents_of
 from render_kit import addone, arch, combination, matrix, options, plan, valid_combinations
 
-from builder.archs import Arch
+from builder.build.plan import CONTENT_LABEL
+from builder.build.verify import check_extension_code, check_labels, check_tag, observed_tag
+from builder.core.archs import Arch
+from builder.core.errors import BuildError
+from builder.core.kinds import Flavor, Platform, Strategy
+from builder.core.versions import minor_str
 from builder.engine import ImageInfo, RunResult
-from builder.errors import BuildError
-from builder.kinds import Flavor, Platform, Strategy
-from builder.plan import CONTENT_LABEL
 from builder.render.options import Extension
+from builder.render.tags import ImageTags, default_os_python, extras_id, image_tags
 from builder.smoke.expect import cudnn_number
 from builder.smoke.manifest import Observed
-from builder.tags import ImageTags, default_os_python, extras_id, image_tags
-from builder.verify import check_extension_code, check_labels, check_tag, observed_tag
-from builder.versions import minor_str
 
 R, D = Flavor.RUNTIME, Flavor.DEVEL
 W, CB = Strategy.WHEELS, Strategy.CUDA_BASE

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
+from builder.core.versions import Driver, minor_of, minor_str, parse_driver, parse_release, parse_spec, release
 from builder.resolve.query import _cuda_spec
-from builder.versions import Driver, minor_of, minor_str, parse_driver, parse_release, parse_spec, release
 
 
 @pytest.mark.parametrize("text", ["2.5.1", "12.4", "9.1.0.70", "13"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import builder.host.probe
-from builder import env
+from builder.core import env
 
 
 class _NoMachine:

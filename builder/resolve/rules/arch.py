@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from builder.archs import Arch
-from builder.kinds import Platform
+from builder.core.archs import Arch
+from builder.core.kinds import Platform
+from builder.core.versions import minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.rules.check import ArchSupport, Check
-from builder.versions import minor_str
 
 
 def arch_support(target: Arch, sass: tuple[Arch, ...], ptx: tuple[Arch, ...]) -> tuple[ArchSupport, Arch | None]:

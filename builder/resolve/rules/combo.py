@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from builder.kinds import Platform
+from builder.core.kinds import Platform
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from builder.archs import Arch
+from builder.core.archs import Arch
 from builder.matrix.model import CudnnRange
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from packaging.version import Version
 
-from builder.kinds import GpuClass
+from builder.core.kinds import GpuClass
+from builder.core.versions import Driver, minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.rules.arch import arch_support
 from builder.resolve.rules.check import ArchSupport, Check, DriverMode
-from builder.versions import Driver, minor_str
 
 
 def driver_mode(f: Facts, q: Query, cuda: Version) -> tuple[DriverMode | None, str]:

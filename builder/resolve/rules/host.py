@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from builder.core.versions import Driver, describe_floors, meets_floors
 from builder.matrix.model import Host
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import Gpu
 from builder.resolve.query import Query
 from builder.resolve.rules.check import Check
-from builder.versions import Driver, describe_floors, meets_floors
 
 # Where PyTorch for Jetson comes from (NVIDIA's JetPack wheels and containers): a fact with a source in matrix.toml.
 JETSON_SOURCE = "jetson-pytorch"

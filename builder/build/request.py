@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from builder.errors import RenderError
-from builder.kinds import Flavor, Platform, Target
+from builder.build.plan import Plan, make_plan
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Platform, Target
 from builder.matrix.model import Matrix
-from builder.plan import Plan, make_plan
 from builder.render.context import bases
 from builder.render.options import RenderOptions
 from builder.resolve.choose import Choice, choose

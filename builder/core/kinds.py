@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import TypeVar
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -9,7 +9,7 @@ import os
 import stat
 from pathlib import Path
 
-from builder.errors import TorchyardError, UsageError
+from builder.core.errors import TorchyardError, UsageError
 
 TEXT_LIMIT = 4 << 20  # 4 MiB: matrix.toml is about 90 KB, a requirements file a few KB
 

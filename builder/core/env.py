@@ -12,5 +12,5 @@ LOCKED = "TORCHYARD_LOCKED"  # "1": renders pin base images to matrix.lock's dig
 ANY_HOST = "TORCHYARD_ANY_HOST"  # "1": build/render choose for any machine, not this one (--any-host)
 DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret
-PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/provenance.py)
+PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/core/provenance.py)
 REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]

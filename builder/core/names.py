@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 
 MAX_NAME = 255
 MAX_TAG = 128

@@ -1,7 +1,7 @@
 """Combination + options -> a build plan: Dockerfile, context files, args, secrets, targets, tags.
 
 Pure apart from reading the user's extension sources and the smoke package: the executor
-(builder.pipeline) is the only place that touches Docker.
+(builder.build.pipeline) is the only place that touches Docker.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from builder import __version__
-from builder.archs import Arch
+from builder.build.extension_dir import walk_extension
+from builder.core.archs import Arch
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Strategy
 from builder.engine import BuildRequest
-from builder.errors import RenderError
-from builder.extension_dir import walk_extension
-from builder.kinds import Flavor, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx
 from builder.render.dockerfile_context import dockerfile_context
@@ -24,15 +24,15 @@ from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT, layer_plan
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
 from builder.render.pinning import mirrored, pinned
+from builder.render.tags import ImageTags, extras_id, image_tags
 from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import min_driver
 from builder.smoke.manifest import Manifest
-from builder.tags import ImageTags, extras_id, image_tags
 
-SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
-SPLIT_SOURCE = Path(__file__).resolve().parent / "image" / "venv_layers.py"
+SMOKE_DIR = Path(__file__).resolve().parents[1] / "smoke"
+SPLIT_SOURCE = Path(__file__).resolve().parents[1] / "image" / "venv_layers.py"
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
@@ -216,7 +216,7 @@ def build_request(
     provenance: tuple[tuple[str, str], ...] = (),
 ) -> BuildRequest:
     """The build of one target. `tags=False` builds under no name: the pipeline tags only after
-    verification and the smoke suite. `provenance` (builder/provenance.py) rides along as build-time labels."""
+    verification and the smoke suite. `provenance` (builder/core/provenance.py) rides along as build-time labels."""
     return BuildRequest(
         context=context_dir,
         dockerfile=context_dir / "Dockerfile",

@@ -14,14 +14,14 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+from builder.build.pipeline import BuildSettings, Outcome, build
+from builder.build.plan import Plan
+from builder.build.registry import Registry
+from builder.core.errors import BuildError, TorchyardError
+from builder.core.kinds import AliasStatus, Platform
+from builder.core.redact import redact
 from builder.engine import Engine
-from builder.errors import BuildError, TorchyardError
-from builder.kinds import AliasStatus, Platform
-from builder.pipeline import BuildSettings, Outcome, build
-from builder.plan import Plan
-from builder.redact import redact
-from builder.registry import Registry
-from builder.tags import ImageTags, index_tag, member_tag
+from builder.render.tags import ImageTags, index_tag, member_tag
 
 Log = Callable[[str], None]
 

@@ -6,7 +6,7 @@
   the folder (the record is checked, not trusted); logs and reports stay.
 - Everything is staged in a temporary folder inside the output and moved into place; a failure leaves
   nothing behind, and a lock lets renders into one folder run at the same time.
-- Extension folders are copied by the checked walk of builder/extension_dir.py (links kept only inside the
+- Extension folders are copied by the checked walk of builder/build/extension_dir.py (links kept only inside the
   folder; no special files; size limits), the same walk the content hash reads.
 """
 
@@ -23,11 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.errors import RenderError, UsageError
-from builder.extension_dir import walk_extension
+from builder.build.extension_dir import walk_extension
+from builder.core.errors import RenderError, UsageError
 
 if TYPE_CHECKING:
-    from builder.plan import Plan
+    from builder.build.plan import Plan
 
 RECORD = ".torchyard-written"  # what the last write put here, so a re-render leaves nothing stale
 LOCK = ".torchyard.lock"

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 
 Suffix = Literal["", "a", "f"]
 _ARCH_RE = re.compile(r"^(?:sm_?|compute_?)?(\d{1,2})\.?(\d)([af]?)$", re.ASCII)

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.errors import RenderError
-from builder.files import file_kind
+from builder.core.errors import RenderError
+from builder.core.files import file_kind
 
 _IGNORED = ("build", "__pycache__", ".git")
 EXTENSION_LIMIT = 256 << 20  # bytes of source an extension folder may bring into the context

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from builder.errors import Interrupted
+from builder.core.errors import Interrupted
 
 # Children started by run_command and still running: a Ctrl-C in another thread (publish --jobs)
 # stops them all through stop_all().

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from builder.core.errors import BuildError
 from builder.engine import Engine, Mount
-from builder.errors import BuildError
 from builder.smoke.manifest import Observed
 
-HOST_SMOKE = Path(__file__).resolve().parent / "smoke"
+HOST_SMOKE = Path(__file__).resolve().parents[1] / "smoke"
 IN_IMAGE_SMOKE = "/opt/torchyard/smoke"
 MOUNTED_SMOKE = "/opt/torchyard-host/smoke"
 OUT = "/torchyard-out"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from builder.errors import UsageError
+from builder.core.errors import UsageError
 
 _RELEASE_RE = re.compile(r"^\d+(\.\d+){0,3}$", re.ASCII)
 _DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$", re.ASCII)

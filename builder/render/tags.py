@@ -17,14 +17,14 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from builder.archs import Arch
-from builder.errors import RenderError
-from builder.kinds import Flavor, Platform, Strategy
+from builder.core.archs import Arch
+from builder.core.errors import RenderError
+from builder.core.kinds import Flavor, Platform, Strategy
+from builder.core.names import check_tag
+from builder.core.versions import minor_str
 from builder.matrix.model import Matrix, TorchRelease
-from builder.names import check_tag
 from builder.render.options import RenderOptions
 from builder.resolve.combos import Combination
-from builder.versions import minor_str
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.archs import Arch, arch_from
+from builder.build.suite import SmokeOptions, run_smoke
+from builder.core.archs import Arch, arch_from
+from builder.core.errors import UsageError
+from builder.core.kinds import Platform
 from builder.engine import Engine
-from builder.errors import UsageError
-from builder.kinds import Platform
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -33,7 +34,6 @@ from builder.resolve.rules import (
     rule_ptx_driver,
 )
 from builder.smoke.manifest import Observed
-from builder.suite import SmokeOptions, run_smoke
 
 MANIFEST = "/etc/torchyard/manifest.json"
 RUNTIME_RULES = (rule_platform, rule_driver_gpu, rule_driver_cuda, rule_arch_torch, rule_ptx_driver, rule_cudnn_cuda)

@@ -10,20 +10,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from builder.context_dir import write_context
+from builder.build.context_dir import write_context
+from builder.build.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
+from builder.build.registry import Registry
+from builder.build.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
+from builder.build.verify import check_extension_code, check_labels, check_tag
+from builder.core.errors import BuildError
+from builder.core.kinds import Flavor, Status
+from builder.core.process import check_cancelled
+from builder.core.progress import BuildProgress, Mode
+from builder.core.redact import redact
+from builder.core.stage_times import StageTimes
 from builder.engine import Engine, RegistryAuth
-from builder.errors import BuildError
-from builder.kinds import Flavor, Status
-from builder.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
-from builder.process import check_cancelled
-from builder.progress import BuildProgress, Mode
-from builder.redact import redact
-from builder.registry import Registry
 from builder.render.context import cuda_home
-from builder.stage_times import StageTimes
-from builder.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
-from builder.tags import member_tag
-from builder.verify import check_extension_code, check_labels, check_tag
+from builder.render.tags import member_tag
 
 Log = Callable[[str], None]
 
@@ -41,8 +41,8 @@ class BuildSettings:
     aliases: bool = True  # tag and push the floating aliases too (publish moves them itself, last)
     require_archs: tuple[str, ...] = ()  # GPUs the image must carry code for, checked inside it
     force: bool = False  # write into a non-empty output folder torchyard did not write
-    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/provenance.py)
-    progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/progress.py)
+    provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
+    progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/core/progress.py)
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 
-from builder.archs import Arch
+from builder.build.plan import Plan, TargetPlan
+from builder.core.archs import Arch
+from builder.core.errors import BuildError
+from builder.core.kinds import Flavor, Platform, Strategy
 from builder.engine import Engine, ImageInfo
-from builder.errors import BuildError
-from builder.kinds import Flavor, Platform, Strategy
-from builder.plan import Plan, TargetPlan
+from builder.render.tags import platform_suffix, suffix
 from builder.smoke.manifest import Observed
-from builder.tags import platform_suffix, suffix
 
 
 def check_labels(plan: Plan, target: TargetPlan, image: ImageInfo) -> None:

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from builder.env import PROVENANCE as PROVENANCE_ENV
+from builder.core.env import PROVENANCE as PROVENANCE_ENV
 
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
 CREATED = "org.opencontainers.image.created"
-_VALUE = re.compile(r"^[A-Za-z0-9._\-/:@+=,]{1,512}$")  # the --label value rule (builder/safety.py)
+_VALUE = re.compile(r"^[A-Za-z0-9._\-/:@+=,]{1,512}$")  # the --label value rule (builder/core/safety.py)
 _SCP_LIKE = re.compile(r"^(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+):(?!//)(.+)$")  # git@github.com:org/repo.git
 _COMMIT = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 

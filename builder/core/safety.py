@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from builder.errors import RenderError
-from builder.redact import redact as redact_text
+from builder.core.errors import RenderError
+from builder.core.redact import redact as redact_text
 
 _FORBIDDEN = re.compile(r"[\s'\"`$\\]")
 PIP_REQUIREMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-\[\],<>=!~*+]*$")
@@ -55,7 +55,7 @@ _USERINFO = re.compile(r"^((?:[A-Za-z][A-Za-z0-9+.\-]*://)?)[^/?#]*@", re.DOTALL
 
 def redact(url: str) -> str:
     """One URL as a value (a flag's, an environment variable's) with its credentials replaced by ***: the
-    userinfo also without a scheme (a check is about to refuse such a value), then whatever builder.redact
+    userinfo also without a scheme (a check is about to refuse such a value), then whatever builder.core.redact
     finds (query-string tokens)."""
     return redact_text(_USERINFO.sub(r"\1***@", url, count=1))
 

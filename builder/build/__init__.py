@@ -1,0 +1,1 @@
+"""One image's way: request -> plan -> build context -> engine -> verify -> smoke suite -> tags -> push."""

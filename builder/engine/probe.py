@@ -1,0 +1,119 @@
+"""Finding and checking the engine: the SDK connection, its version and configuration, and a docker CLI
+that can drive BuildKit. Errors from the engine become one line here."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from builder.core import env
+from builder.core.errors import EngineError
+from builder.engine.types import EngineInfo
+
+MIN_API = (1, 39)  # Docker 18.09: BuildKit secrets and cache mounts
+DOCKER_ENV = env.DOCKER
+
+
+class Connection:
+    """The SDK client, made on first use, and what the engine says of itself."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._info: EngineInfo | None = None
+
+    def info(self) -> EngineInfo:
+        if self._info is None:
+            self._info = self._check()
+        return self._info
+
+    def _check(self) -> EngineInfo:
+        client = self._sdk()
+        version = _call(client.version, "ask the engine for its version")
+        api = str(version.get("ApiVersion", "0.0"))
+        if tuple(int(p) for p in api.split(".")[:2]) < MIN_API:
+            raise EngineError(
+                f"Docker engine {version.get('Version')} (API {api}) is too old: BuildKit secrets and "
+                f"cache mounts need API >= {MIN_API[0]}.{MIN_API[1]} (Docker 18.09)"
+            )
+        cli, buildx = find_build_client()
+        platform = f"{version.get('Os', 'linux')}/{version.get('Arch', 'amd64')}"
+        return EngineInfo(str(version.get("Version")), api, cli, buildx, platform)
+
+    def _sdk(self) -> Any:
+        if self._client is None:
+            import docker
+
+            host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+            try:
+                self._client = docker.from_env(timeout=600)
+                self._client.ping()
+            except Exception as exc:
+                raise EngineError(_explain_connect(exc, host)) from None
+        return self._client
+
+    def daemon_info(self) -> dict[str, Any]:
+        """`docker info` as the engine answers it (runtimes, CDI spec directories, versions)."""
+        info: dict[str, Any] = _call(self._sdk().info, "ask the engine for its configuration")
+        return info
+
+
+def find_build_client() -> tuple[str, bool]:
+    """A docker CLI that can drive BuildKit: with buildx, or a pre-23 client honouring DOCKER_BUILDKIT=1."""
+    candidates = [os.environ[DOCKER_ENV]] if os.environ.get(DOCKER_ENV) else []
+    candidates += [p for p in (shutil.which("docker"), "/usr/bin/docker", "/usr/local/bin/docker") if p]
+    existing = list(dict.fromkeys(p for p in candidates if Path(p).is_file()))
+    if not existing:
+        raise EngineError("no docker CLI found (BuildKit builds run through it): install docker.io or docker-ce-cli")
+    for cli in existing:
+        if _quiet([cli, "buildx", "version"]):
+            return cli, True
+    for cli in existing:
+        version = _output([cli, "version", "--format", "{{.Client.Version}}"])
+        if version and version.split(".")[0].isdigit() and int(version.split(".")[0]) < 23:
+            return cli, False
+    raise EngineError(
+        f"no BuildKit-capable docker CLI among {', '.join(existing)}: install the buildx plugin "
+        f"(docker-buildx-plugin), or point ${DOCKER_ENV} at a docker client older than 23"
+    )
+
+
+def _quiet(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+def _output(argv: list[str]) -> str:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _call(func: Callable[[], Any], what: str) -> Any:
+    try:
+        return func()
+    except Exception as exc:
+        raise EngineError(f"could not {what}: {short(exc)}") from None
+
+
+def _explain_connect(exc: BaseException, host: str) -> str:
+    text = str(exc)
+    if "Permission denied" in text or isinstance(exc.__context__, PermissionError):
+        path = host.removeprefix("unix://")
+        return (
+            f"no permission on the Docker socket {path}: add your user to the docker group "
+            "(then log in again) or run as root"
+        )
+    if "No such file" in text or "Connection refused" in text or "FileNotFoundError" in text:
+        return f"no Docker engine answers at {host}: start dockerd (or Docker Desktop), or set DOCKER_HOST"
+    return f"cannot reach the Docker engine at {host}: {short(exc)}"
+
+
+def short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:300]
