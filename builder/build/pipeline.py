@@ -22,7 +22,6 @@ from builder.core.progress import BuildProgress, Mode
 from builder.core.redact import redact
 from builder.core.stage_times import StageTimes
 from builder.engine import Engine, RegistryAuth
-from builder.render.context import cuda_home
 from builder.render.tags import member_tag
 
 Log = Callable[[str], None]
@@ -191,7 +190,7 @@ def _build_and_verify(
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
     check_tag(plan, target, outcome.smoke.observed, str(outcome.smoke.data.get("machine") or ""))
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
-        home = cuda_home(plan.combination, plan.strategy) or "/usr/local/cuda"
+        home = plan.spec.cuda_home or "/usr/local/cuda"
         outcome.notes.append(
             check_extension_code(engine, outcome.image_id, target.manifest.extensions, plan.archs, home)
         )

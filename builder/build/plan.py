@@ -18,17 +18,14 @@ from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Strategy
 from builder.engine import BuildRequest
 from builder.matrix.model import Matrix
-from builder.render import context as ctx
 from builder.render.dockerfile_context import dockerfile_context
-from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT, layer_plan
+from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT
 from builder.render.network import Secret
 from builder.render.options import RenderOptions
-from builder.render.pinning import mirrored, pinned
-from builder.render.tags import ImageTags, extras_id, image_tags
+from builder.render.spec import ImageSpec, TargetSpec, image_spec
+from builder.render.tags import ImageTags
 from builder.render.templates import render_dockerfile
 from builder.resolve.combos import Combination
-from builder.resolve.facts import Facts
-from builder.resolve.report import min_driver
 from builder.smoke.manifest import Manifest
 
 SMOKE_DIR = Path(__file__).resolve().parents[1] / "smoke"
@@ -49,21 +46,47 @@ class TargetPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
-    combination: Combination
-    strategy: Strategy
-    archs: tuple[Arch, ...]
-    custom_archs: tuple[Arch, ...]  # the --arch list when given (it is part of the tags), else ()
-    extras: str | None  # tags.extras_id of the options: part of the tags
-    base_images: tuple[str, ...]
+    spec: ImageSpec  # every decision about the image (builder/render/spec.py), made once
     dockerfile: str
     context_files: tuple[tuple[str, bytes], ...]
     extension_dirs: tuple[tuple[str, Path], ...]
     build_args: tuple[tuple[str, str], ...]
     secrets: tuple[Secret, ...]
     targets: tuple[TargetPlan, ...]  # every flavor this combination can have; a build picks some
-    unavailable: tuple[tuple[Flavor, str], ...]  # flavors it cannot have, and why
     network_origins: tuple[str, ...]
     content_hash: str
+
+    @property
+    def combination(self) -> Combination:
+        return self.spec.combination
+
+    @property
+    def strategy(self) -> Strategy:
+        return self.spec.strategy
+
+    @property
+    def archs(self) -> tuple[Arch, ...]:
+        return self.spec.archs
+
+    @property
+    def custom_archs(self) -> tuple[Arch, ...]:
+        """The --arch list when given (it is part of the tags), else ()."""
+        return self.spec.custom_archs
+
+    @property
+    def extras(self) -> str | None:
+        """tags.extras_id of the options: part of the tags."""
+        return self.spec.extras
+
+    @property
+    def base_images(self) -> tuple[str, ...]:
+        bases = self.spec.bases
+        return (bases.os_image,) + ((bases.toolchain_image,) if bases.toolchain_image else ())
+
+    @property
+    def unavailable(self) -> tuple[tuple[Flavor, str], ...]:
+        """Flavors the combination cannot have, and why."""
+        return self.spec.unavailable
 
     @property
     def id(self) -> str:
@@ -89,92 +112,54 @@ class Plan:
 def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
     """Everything a build of this combination needs. The Dockerfile and context depend only on the
     combination and options, never on which targets a build asks for, so the content hash is stable."""
-    f = Facts(m)
-    archs = ctx.archs_for(c, options)
-    ctx.check_archs(m, c, archs)
-    bases = mirrored(pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform), options.registry_mirror)
-    try:
-        nvcc = ctx.nvcc_pip(c, options.strategy)
-        unavailable: tuple[tuple[Flavor, str], ...] = ()
-    except RenderError as exc:
-        if options.extensions:
-            raise RenderError(f"--extension needs the devel toolchain: {exc}") from None
-        nvcc, unavailable = None, ((Flavor.DEVEL, str(exc)),)
-    flavors = tuple(fl for fl in Flavor if fl not in dict(unavailable))
-    floor = min_driver(f, c)
-    targets = tuple(_target(m, f, c, flavor, options, archs, bases, floor) for flavor in flavors)
-    files = _context_files(c, options, targets)
-    labels = {t.flavor: t.labels for t in targets}
-    dockerfile = render_dockerfile(dockerfile_context(f, c, options, archs, bases, nvcc, labels))
+    spec = image_spec(m, c, options)
+    targets = tuple(_target(spec, t, options) for t in spec.targets)
+    files = _context_files(spec, targets)
+    dockerfile = render_dockerfile(dockerfile_context(spec))
     refresh = {REFRESH_ARG: options.refresh} if options.refresh else {}
     build_args = tuple(sorted((options.network.build_args() | refresh).items()))
     ext_dirs = tuple((f"ext/{e.name}", Path(e.spec)) for e in options.extensions if e.kind == "path")
-    content = _content_hash(dockerfile, build_args, files, ext_dirs)
-    images = (bases.os_image,) + ((bases.toolchain_image,) if bases.toolchain_image else ())
     return Plan(
-        combination=c,
-        strategy=options.strategy,
-        archs=archs,
-        custom_archs=archs if options.archs else (),
-        extras=extras_id(options),
-        base_images=images,
+        spec=spec,
         dockerfile=dockerfile,
         context_files=files,
         extension_dirs=ext_dirs,
         build_args=build_args,
         secrets=options.network.secrets(),
         targets=targets,
-        unavailable=unavailable,
         network_origins=options.network.origins,
-        content_hash=content,
+        content_hash=_content_hash(dockerfile, build_args, files, ext_dirs),
     )
 
 
-def _target(
-    m: Matrix,
-    f: Facts,
-    c: Combination,
-    flavor: Flavor,
-    options: RenderOptions,
-    archs: tuple[Arch, ...],
-    bases: ctx.Bases,
-    floor: str | None,
-) -> TargetPlan:
-    custom = archs if options.archs else ()
-    tags = image_tags(m, c, flavor, options.strategy, custom, extras_id(options))
-    labels = tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options))
-    env = ctx.nvidia_env(f, c, bases)
+def _target(spec: ImageSpec, target: TargetSpec, options: RenderOptions) -> TargetPlan:
+    c = spec.combination
     manifest = Manifest(
         torchyard=__version__,
         id=c.id,
-        flavor=flavor.value,
-        strategy=options.strategy.value,
-        base_image=bases.toolchain_image if flavor is Flavor.DEVEL and bases.toolchain_image else bases.os_image,
-        arch_list=tuple(a.name for a in archs),
-        min_driver=floor,
-        nvidia_require_cuda=dict(env).get("NVIDIA_REQUIRE_CUDA"),
-        immutable_tag=tags.immutable,
+        flavor=target.flavor.value,
+        strategy=spec.strategy.value,
+        base_image=spec.base_image(target.flavor),
+        arch_list=tuple(a.name for a in spec.archs),
+        min_driver=spec.min_driver,
+        nvidia_require_cuda=dict(spec.nvidia_env).get("NVIDIA_REQUIRE_CUDA"),
+        immutable_tag=target.tags.immutable,
         extensions=tuple(e.name for e in options.extensions),
-        layers=layer_plan(c).manifest_layers(),
+        layers=spec.layers.manifest_layers(),
     ).with_values(c.stack())
-    return TargetPlan(flavor=flavor, tags=tags, labels=labels, manifest=manifest)
+    return TargetPlan(flavor=target.flavor, tags=target.tags, labels=target.labels, manifest=manifest)
 
 
-def _context_files(
-    c: Combination, options: RenderOptions, targets: tuple[TargetPlan, ...]
-) -> tuple[tuple[str, bytes], ...]:
+def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tuple[str, bytes], ...]:
     files: dict[str, bytes] = {
-        "constraints.txt": ctx.constraints(c).encode(),
-        PLAN_FILE: layer_plan(c).to_json().encode(),
+        "constraints.txt": spec.constraints.encode(),
+        PLAN_FILE: spec.layers.to_json().encode(),
         SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
     }
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
-    if options.requirements is not None:
-        for line in options.requirements.splitlines():
-            if line.strip() and not line.lstrip().startswith("#"):
-                ctx.unpinned(c, "--requirements", line.strip())
-        files["requirements.txt"] = options.requirements.encode()
+    if spec.requirements is not None:  # its lines were checked against the pins in the spec
+        files["requirements.txt"] = spec.requirements.encode()
     for path in sorted(SMOKE_DIR.glob("*.py")):
         files[f"smoke/{path.name}"] = path.read_bytes()
     return tuple(sorted(files.items()))
