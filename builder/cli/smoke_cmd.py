@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -10,6 +11,7 @@ import click
 from builder.build.suite import SmokeOptions, for_platform, run_smoke
 from builder.cli.options import image_reference
 from builder.cli.output import emit_json
+from builder.cli.request import takes
 from builder.core.archs import parse_arch
 from builder.core.errors import BuildError, UsageError
 from builder.core.files import check_writable, read_text, write_report_file
@@ -18,6 +20,42 @@ from builder.engine import DockerEngine
 from builder.smoke.manifest import Manifest
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SmokeFlags:
+    """`torchyard smoke`'s flags; the arguments are checked here, before the engine is asked anything."""
+
+    image: str
+    gpus: str | None
+    require_gpu: bool
+    arch: str | None
+    expect_file: str | None
+    expect_values: tuple[str, ...]
+    host_copy: bool
+    platform: str | None
+    as_json: bool
+    report_path: str | None
+    junit: str | None
+    wanted: Platform = field(init=False)  # --platform, else this machine's
+
+    def __post_init__(self) -> None:
+        parse_gpus(self.gpus)
+        if self.arch is not None:  # 8.9 and sm_89 alike: the suite gets the name
+            object.__setattr__(self, "arch", parse_arch(self.arch).name)
+        _expectations(self.expect_values)
+        wanted = parse_platform(self.platform) if self.platform else Platform.here() or Platform.AMD64
+        object.__setattr__(self, "wanted", wanted)
+
+    def options(self) -> SmokeOptions:
+        return SmokeOptions(
+            arch=self.arch,
+            gpus=self.gpus,
+            require_gpu=self.require_gpu,
+            expect=_expectations(self.expect_values),
+            expect_file=Path(self.expect_file) if self.expect_file else None,
+            use_host_copy=self.host_copy,
+        )
 
 
 @click.command("smoke")
@@ -47,48 +85,18 @@ _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (docs/schemas.md) instead of the summary.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report here.")
 @click.option("--junit", metavar="FILE", help="Write JUnit XML here.")
-def smoke_cmd(
-    image: str,
-    gpus: str | None,
-    require_gpu: bool,
-    arch: str | None,
-    expect_file: str | None,
-    expect_values: tuple[str, ...],
-    host_copy: bool,
-    platform: str | None,
-    as_json: bool,
-    report_path: str | None,
-    junit: str | None,
-) -> None:
+@takes(SmokeFlags)
+def smoke_cmd(flags: SmokeFlags) -> None:
     """Run the smoke suite inside IMAGE (any image with Python and torch). Exit 4 when a check failed."""
-    gpus = parse_gpus(gpus)  # argument errors before the engine is asked anything
-    if arch is not None:
-        arch = parse_arch(arch).name
-    expect = _expectations(expect_values)
-    if expect_file is not None:
-        _check_manifest(expect_file)
-    report_file = check_writable(report_path, "--report") if report_path else None
-    junit_file = check_writable(junit, "--junit") if junit else None
-    wanted = parse_platform(platform) if platform else Platform.here() or Platform.AMD64
+    if flags.expect_file is not None:
+        _check_manifest(flags.expect_file)
+    report_file = check_writable(flags.report_path, "--report") if flags.report_path else None
+    junit_file = check_writable(flags.junit, "--junit") if flags.junit else None
     engine = DockerEngine()
     native = engine.info().platform
-    found = engine.inspect(image)
-    if found is None:
-        raise UsageError(f"smoke: no image {image!r} in the engine (pull or build it first)")
-    if found.platform != wanted.value:
-        flag = "--platform" if platform else "--platform (default: this machine's)"
-        raise UsageError(f"smoke: {image} is a {found.platform} image, not {wanted.value} ({flag})")
-    ours = bool(found.labels.get("io.torchyard.version"))  # an empty value: relabelled, not ours
-    options = SmokeOptions(
-        arch=arch,
-        gpus=gpus,
-        require_gpu=require_gpu,
-        expect=expect,
-        expect_file=Path(expect_file) if expect_file else None,
-        use_host_copy=host_copy,
-    )
-    report = run_smoke(engine, image, for_platform(options, wanted.value, native), in_image=ours)
-    if as_json:
+    ours = _check_image(engine, flags)
+    report = run_smoke(engine, flags.image, for_platform(flags.options(), flags.wanted.value, native), in_image=ours)
+    if flags.as_json:
         emit_json(report.data)
     else:
         click.echo(report.output.rstrip())
@@ -98,6 +106,17 @@ def smoke_cmd(
         write_report_file(junit_file, report.junit)
     if not report.ok:  # a check failed (or could not run where --require-gpu asked for it): the smoke code
         raise SystemExit(BuildError.exit_code)
+
+
+def _check_image(engine: DockerEngine, flags: SmokeFlags) -> bool:
+    """The image is in the engine and of the platform asked for; whether torchyard made it."""
+    found = engine.inspect(flags.image)
+    if found is None:
+        raise UsageError(f"smoke: no image {flags.image!r} in the engine (pull or build it first)")
+    if found.platform != flags.wanted.value:
+        flag = "--platform" if flags.platform else "--platform (default: this machine's)"
+        raise UsageError(f"smoke: {flags.image} is a {found.platform} image, not {flags.wanted.value} ({flag})")
+    return bool(found.labels.get("io.torchyard.version"))  # an empty value: relabelled, not ours
 
 
 def _expectations(values: tuple[str, ...]) -> dict[str, str]:
