@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,20 +13,78 @@ from builder.cli.image_options import lock_of, locked_option, refresh_option, re
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
+from builder.cli.request import takes
 from builder.core.errors import BuildError, RenderError, UsageError
 from builder.core.files import check_writable
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.core.provenance import provenance_labels
 from builder.core.redact import redact
+from builder.engine import RegistryAuth
+from builder.matrix.model import Matrix
 from builder.publish.items import Excluded, Item, expand, on_platforms, select
 from builder.publish.plan import PublishPlan, plan_publish
-from builder.render.network import NetworkFlags, resolve_network
+from builder.render.network import Network, NetworkFlags, resolve_network
+
+if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
+    from builder.publish.run import PublishSettings, Report
 
 DEFAULT_REPO = "torchyard"
 
 
 def _platforms(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[Platform, ...]:
     return tuple(dict.fromkeys(parse_platform(part) for part in value.split(","))) if value else ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PublishFlags:
+    """`torchyard publish`'s flags, checked before the matrix is read."""
+
+    only: tuple[str, ...]
+    repo: str
+    gpus: str | None
+    jobs: int
+    dry_run: bool
+    no_push: bool
+    no_aliases: bool
+    aliases_only: bool
+    report_path: str | None
+    output: str
+    registry_user: str | None
+    registry_password_stdin: bool
+    refresh: str
+    locked: bool
+    relock: bool
+    registry_mirror: str | None
+    platforms: tuple[Platform, ...]
+
+    def __post_init__(self) -> None:
+        if self.jobs < 1:
+            raise UsageError(f"--jobs: {self.jobs} is not a positive number")
+        parse_gpus(self.gpus)
+        if self.aliases_only and (self.no_aliases or self.no_push):
+            raise UsageError(
+                "--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiFlags:
+    """`torchyard matrix ci`'s flags."""
+
+    fmt: str
+    only: tuple[str, ...]
+    repo: str
+    gpus: str | None
+    candidates: str | None
+    output: str
+    cache_repo: str | None
+    refresh: str
+    locked: bool
+    registry_mirror: str | None
+    platforms: tuple[Platform, ...]
+
+    def __post_init__(self) -> None:
+        parse_gpus(self.gpus)
 
 
 platform_option = click.option(
@@ -55,65 +115,52 @@ platform_option = click.option(
 @registry_mirror_option
 @platform_option
 @click.pass_context
-def publish_cmd(
-    ctx: click.Context,
-    /,
-    only: tuple[str, ...],
-    repo: str,
-    gpus: str | None,
-    jobs: int,
-    dry_run: bool,
-    no_push: bool,
-    no_aliases: bool,
-    aliases_only: bool,
-    report_path: str | None,
-    output: str,
-    registry_user: str | None,
-    registry_password_stdin: bool,
-    refresh: str,
-    locked: bool,
-    relock: bool,
-    registry_mirror: str | None,
-    platforms: tuple[Platform, ...],
-) -> None:
+@takes(PublishFlags)
+def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
-    from builder.publish.run import PublishSettings, publish, write_report
+    from builder.publish.run import publish, write_report
 
-    if jobs < 1:
-        raise UsageError(f"--jobs: {jobs} is not a positive number")
-    gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
     network = resolve_network(NetworkFlags())
-    if relock:
+    if flags.relock:
         from builder.cli.upstream_cmd import relock as write_lock
 
         write_lock(m, click.echo)
-    every, excluded = expand(m, network, refresh, lock_of(m, locked or relock), registry_mirror)
-    items = on_platforms(select(every, only), platforms)
-    if aliases_only and (no_aliases or no_push):
-        raise UsageError("--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push")
-    report_file = check_writable(report_path, "--report") if report_path else None  # not after an hour's builds
-    auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
-    pplan = plan_publish(m, items, excluded if not (only or platforms) else [], every)
-    if dry_run:
-        _dry_run(pplan, repo)
+    every, excluded = expand(m, network, flags.refresh, lock_of(m, flags.locked or flags.relock), flags.registry_mirror)
+    items = on_platforms(select(every, flags.only), flags.platforms)
+    report_file = check_writable(flags.report_path, "--report") if flags.report_path else None  # not after builds
+    auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
+    pplan = plan_publish(m, items, excluded if not (flags.only or flags.platforms) else [], every)
+    if flags.dry_run:
+        _dry_run(pplan, flags.repo)
         return
-    settings = PublishSettings(
-        repo=repo,
-        out_root=Path(output),
-        jobs=jobs,
-        gpus=gpus,
-        push=not no_push,
-        aliases=not no_aliases,
-        aliases_only=aliases_only,
+    click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
+    report = publish(pplan, _settings(flags, m, network, auth), click.echo)
+    if report_file is not None:
+        write_report(report, report_file)
+    _print_report(report)
+    if report.failed:  # an image failed its build or smoke suite: the README's code for that (the rest went on)
+        raise SystemExit(BuildError.exit_code)
+
+
+def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None) -> PublishSettings:
+    from builder.publish.run import PublishSettings
+
+    return PublishSettings(
+        repo=flags.repo,
+        out_root=Path(flags.output),
+        jobs=flags.jobs,
+        gpus=flags.gpus,
+        push=not flags.no_push,
+        aliases=not flags.no_aliases,
+        aliases_only=flags.aliases_only,
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
     )
-    click.echo(f"publishing {len(items)} image(s) to {repo} ({jobs} job(s); logs under {output}/)")
-    report = publish(pplan, settings, click.echo)
-    if report_file is not None:
-        write_report(report, report_file)
+
+
+def _print_report(report: Report) -> None:
     click.echo("")
     rows = [[i.id, i.status, f"{i.seconds:.0f}", _first_line(i.reason or i.ref)] for i in report.items]
     click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
@@ -125,8 +172,6 @@ def publish_cmd(
             + (f" -> {alias.target}" if alias.target else "")
             + (f" ({alias.reason})" if alias.reason else "")
         )
-    if report.failed:  # an image failed its build or smoke suite: the README's code for that (the rest went on)
-        raise SystemExit(BuildError.exit_code)
 
 
 def _dry_run(pplan: PublishPlan, repo: str) -> None:
@@ -205,38 +250,25 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
 @registry_mirror_option
 @platform_option
 @click.pass_context
-def matrix_ci_cmd(
-    ctx: click.Context,
-    /,
-    fmt: str,
-    only: tuple[str, ...],
-    repo: str,
-    gpus: str | None,
-    candidates: str | None,
-    output: str,
-    cache_repo: str | None,
-    refresh: str,
-    locked: bool,
-    registry_mirror: str | None,
-    platforms: tuple[Platform, ...],
-) -> None:
+@takes(CiFlags)
+def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import bake, github_matrix
 
-    gpus = parse_gpus(gpus)
     m = matrix_of(ctx)
-    every = expand(m, refresh=refresh, base_lock=lock_of(m, locked), registry_mirror=registry_mirror)[0]
-    items = on_platforms(select(every, only), platforms)
+    lock = lock_of(m, flags.locked)
+    every = expand(m, refresh=flags.refresh, base_lock=lock, registry_mirror=flags.registry_mirror)[0]
+    items = on_platforms(select(every, flags.only), flags.platforms)
     pplan = plan_publish(m, items, [], every)
     for group in pplan.groups:  # an export with a hole in it would publish less than the set says
         if group.plan is None:
             raise RenderError(f"{group.name}: {group.problem}")
-    if fmt == "github":
-        matrix = github_matrix(pplan, repo, candidates or f"{repo}-candidates", gpus)
+    if flags.fmt == "github":
+        matrix = github_matrix(pplan, flags.repo, flags.candidates or f"{flags.repo}-candidates", flags.gpus)
         click.echo(json.dumps(matrix, separators=(",", ":")))
         return
-    out = Path(output)
-    data = bake(pplan, repo, out, cache_repo, provenance_labels(Path(m.path).parent))
+    out = Path(flags.output)
+    data = bake(pplan, flags.repo, out, flags.cache_repo, provenance_labels(Path(m.path).parent))
     out.mkdir(parents=True, exist_ok=True)
     (out / "docker-bake.json").write_text(json.dumps(data, indent=2) + "\n")
     click.echo(
