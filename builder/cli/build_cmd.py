@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +15,10 @@ from builder.build.context_dir import check_output
 from builder.build.multiplatform import build_platforms, index_tags
 from builder.build.pipeline import BuildSettings, Outcome, build
 from builder.build.plan import Plan, build_request, plan_json, tag_refs
+from builder.build.request import Chosen
 from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
+from builder.cli.request import takes
 from builder.core.errors import BuildError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
@@ -22,6 +26,26 @@ from builder.core.provenance import provenance_labels
 from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
 from builder.render.tags import member_tag
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildFlags:
+    """`torchyard build`'s own flags; the combination and image flags it shares with render go on to prepare()."""
+
+    target: str
+    repo: str
+    push: bool
+    registry_user: str | None
+    registry_password_stdin: bool
+    gpus: str | None
+    output: str | None
+    force: bool
+    dry_run: bool
+    verbose: bool
+    shared: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        parse_gpus(self.gpus)
 
 
 @click.command("build")
@@ -32,51 +56,29 @@ from builder.render.tags import member_tag
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
 @click.pass_context
-def build_cmd(
-    ctx: click.Context,
-    /,
-    target: str,
-    repo: str,
-    push: bool,
-    registry_user: str | None,
-    registry_password_stdin: bool,
-    gpus: str | None,
-    output: str | None,
-    force: bool,
-    dry_run: bool,
-    verbose: bool,
-    **kwargs: Any,
-) -> None:
+@takes(BuildFlags)
+def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
-    gpus = parse_gpus(gpus)
-    auth = registry_auth(registry_user, registry_password_stdin)  # a dry run checks what a real run would
-    m, options, chosen = prepare(ctx, kwargs, target)
-    plan, flavors = chosen.plan, chosen.flavors
+    auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
+    m, options, chosen = prepare(ctx, dict(flags.shared), flags.target)
+    plan = chosen.plan
     provenance = tuple(sorted(provenance_labels(Path(m.path).parent).items()))
-    out_dir = Path(output or f"build/torchyard/{plan.id}")
+    out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
     platforms = f" for {', '.join(p.combination.platform.value for p in chosen.plans)}" if chosen.more else ""
     click.echo(chosen.choice.describe() + platforms)
-    if dry_run:
-        check_output(out_dir, force)  # what the real run would refuse
-        for each in chosen.plans:
-            folder = out_dir / each.combination.platform.arch if chosen.more else out_dir
-            _dry_run(each, flavors, repo, folder, push, provenance, member=bool(chosen.more))
-        if chosen.more and push:
-            click.echo("\nthen, when every platform passed, one image index per flavor under the platform-free tags:")
-            for flavor in flavors:
-                tags = index_tags({p.combination.platform: p.target(flavor).tags for p in chosen.plans})
-                click.echo(f"  {', '.join(f'{repo}:{t}' for t in tags.all())}")
+    if flags.dry_run:
+        _dry_runs(chosen, flags, out_dir, provenance)
         return
     settings = BuildSettings(
-        repo=repo,
-        flavors=flavors,
+        repo=flags.repo,
+        flavors=chosen.flavors,
         out_dir=out_dir,
-        push=push,
-        gpus=gpus,
-        verbose=verbose,
+        push=flags.push,
+        gpus=flags.gpus,
+        verbose=flags.verbose,
         auth=auth,
         pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
-        force=force,
+        force=flags.force,
         provenance=provenance,
         progress=mode_for(),
     )
@@ -84,9 +86,22 @@ def build_cmd(
         _build_platforms(chosen.plans, settings)
         return
     outcomes = build(DockerEngine(), plan, settings, click.echo)
-    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, repo, out_dir), indent=2) + "\n")
+    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, flags.repo, out_dir), indent=2) + "\n")
     (out_dir / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
     _summary(outcomes)
+
+
+def _dry_runs(chosen: Chosen, flags: BuildFlags, out_dir: Path, provenance: tuple[tuple[str, str], ...]) -> None:
+    """--dry-run: each platform's plan and commands, then the indexes a multi-platform push would write."""
+    check_output(out_dir, flags.force)  # what the real run would refuse
+    for each in chosen.plans:
+        folder = out_dir / each.combination.platform.arch if chosen.more else out_dir
+        _dry_run(each, chosen.flavors, flags, folder, provenance, member=bool(chosen.more))
+    if chosen.more and flags.push:
+        click.echo("\nthen, when every platform passed, one image index per flavor under the platform-free tags:")
+        for flavor in chosen.flavors:
+            tags = index_tags({p.combination.platform: p.target(flavor).tags for p in chosen.plans})
+            click.echo(f"  {', '.join(f'{flags.repo}:{t}' for t in tags.all())}")
 
 
 def _build_platforms(plans: tuple[Plan, ...], settings: BuildSettings) -> None:
@@ -117,9 +132,8 @@ def _build_platforms(plans: tuple[Plan, ...], settings: BuildSettings) -> None:
 def _dry_run(
     plan: Plan,
     flavors: tuple[Flavor, ...],
-    repo: str,
+    flags: BuildFlags,
     out_dir: Path,
-    push: bool,
     provenance: tuple[tuple[str, str], ...],
     *,
     member: bool = False,
@@ -132,17 +146,17 @@ def _dry_run(
         click.echo(f"network: {origin}")
     for secret in plan.secrets:
         click.echo(f"secret {secret.id}: {secret.description} (from {secret.source})")
+    placeholders = {s.id: "<generated 0600 file>" for s in plan.secrets if s.source == "generated"}
     for flavor in flavors:
         target = plan.target(flavor)
-        placeholders = {s.id: "<generated 0600 file>" for s in plan.secrets if s.source == "generated"}
         click.echo(f"\n[{flavor.value}]")
-        request = build_request(plan, flavor, out_dir, repo, placeholders, tags=False, provenance=provenance)
+        request = build_request(plan, flavor, out_dir, flags.repo, placeholders, tags=False, provenance=provenance)
         click.echo("  " + shlex.join(build_command(request)))
         click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
-        refs = [f"{repo}:{member_tag(target.tags.immutable, plan.combination.platform)}"] if member else []
-        for ref in refs or tag_refs(repo, target):
+        refs = [f"{flags.repo}:{member_tag(target.tags.immutable, plan.combination.platform)}"] if member else []
+        for ref in refs or tag_refs(flags.repo, target):
             click.echo(f"    {ref}")
-        if push:
+        if flags.push:
             click.echo("  then push (immutable tag first, then aliases), skipped where the registry has this hash")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from builder.build.context_dir import write_context
 from builder.build.plan import Plan, build_request, plan_json
 from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
+from builder.cli.request import takes
 from builder.core import env
 from builder.core.errors import UsageError
 from builder.engine import build_command
@@ -21,33 +24,44 @@ PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class RenderFlags:
+    """`torchyard render`'s own flags; the combination and image flags go on to prepare()."""
+
+    target: str
+    output: str | None
+    repo: str
+    force: bool
+    as_json: bool
+    shared: Mapping[str, Any]
+
+
 @click.command("render")
 @image_command_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON instead of the summary.")
 @click.pass_context
-def render_cmd(
-    ctx: click.Context, /, target: str, output: str | None, repo: str, force: bool, as_json: bool, **kwargs: Any
-) -> None:
+@takes(RenderFlags)
+def render_cmd(ctx: click.Context, flags: RenderFlags) -> None:
     """Write Dockerfile + build context + plan.json and print the docker build command."""
-    _, _, chosen = prepare(ctx, kwargs, target)
+    _, _, chosen = prepare(ctx, dict(flags.shared), flags.target)
     if chosen.more:
         raise UsageError(
             "--platform: render writes one platform's Dockerfile (the text is the same on each but for the "
             "combination and its wheels' architectures); give one platform, or build --platform A,B"
         )
     plan = chosen.plan
-    out_dir = Path(output or f"build/torchyard/{plan.id}")
-    write_context(plan, out_dir, force=force)
-    data = plan_json(plan, repo, out_dir)
+    out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
+    write_context(plan, out_dir, force=flags.force)
+    data = plan_json(plan, flags.repo, out_dir)
     (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
-    if as_json:
+    if flags.as_json:
         emit_json(data)
         return
     click.echo(chosen.choice.describe())
     click.echo(f"wrote {out_dir}/Dockerfile, plan.json and the build context")
     _echo_network(plan)
     for flavor in chosen.flavors:
-        argv = build_command(build_request(plan, flavor, out_dir, repo, _secret_placeholders(plan)))
+        argv = build_command(build_request(plan, flavor, out_dir, flags.repo, _secret_placeholders(plan)))
         click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {_shell_command(argv)}")
 
 
