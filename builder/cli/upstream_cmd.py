@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import emit_json
+from builder.cli.request import takes
 from builder.core.errors import UsageError
 from builder.core.versions import parse_spec
+from builder.matrix.model import Matrix
 from builder.render.network import CA_ENV_VARS
+
+if TYPE_CHECKING:  # upstream's modules are imported where a command runs: --help stays fast
+    from builder.upstream.report import Report as VerifyReport
+    from builder.upstream.verify import VerifyOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -93,6 +100,25 @@ def _ca(flag: str | None) -> str | bool:
     return path
 
 
+@dataclass(frozen=True, kw_only=True)
+class VerifyFlags:
+    """`torchyard matrix verify`'s own flags; the client flags (cache, budget, CA) go on to clients()."""
+
+    only: tuple[str, ...]
+    torch_spec: str | None
+    as_json: bool
+    markdown: bool
+    verbose: bool
+    pypi_url: str | None
+    pytorch_index_url: str | None
+    registry_mirror: str | None
+    shared: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.as_json and self.markdown:
+            raise UsageError("--json and --markdown: pick one")
+
+
 @click.command("verify")
 @click.option(
     "--only", multiple=True, metavar="KIND", help="torch, companions, images, lock (repeatable; default all)."
@@ -103,43 +129,47 @@ def _ca(flag: str | None) -> str | bool:
 @click.option("--verbose", is_flag=True, help="List every item, the ones that hold too.")
 @upstream_options()
 @click.pass_context
-def verify_cmd(
-    ctx: click.Context,
-    /,
-    only: tuple[str, ...],
-    torch_spec: str | None,
-    as_json: bool,
-    markdown: bool,
-    verbose: bool,
-    **kwargs: Any,
-) -> None:
+@takes(VerifyFlags)
+def verify_cmd(ctx: click.Context, flags: VerifyFlags) -> None:
     """Check matrix.toml against upstream: every torch / torchvision / torchaudio release on its index (exists,
     not yanked, a wheel for every Python and platform claimed, Requires-Dist pins), every base image tag on
     its registry for every platform built, and the base-image lock. Exit 0 all holds, 1 drift, 2 bad input,
     5 upstream unreachable (what could not be checked is never counted as holding)."""
     from builder.matrix.lock import lock_path, read_lock
-    from builder.upstream import report as reports
-    from builder.upstream.index import PYPI
-    from builder.upstream.verify import PYTORCH_INDEX, VerifyOptions, parse_only, verify
+    from builder.upstream.verify import verify
 
-    if as_json and markdown:
-        raise UsageError("--json and --markdown: pick one")
     m = matrix_of(ctx)
+    options = _verify_options(m, flags)
+    http, registry = clients(dict(flags.shared))
+    report = verify(m, http, registry, options, read_lock(lock_path(m.path)))
+    _print_verify(report, flags)
+    sys.exit(report.exit_code)
+
+
+def _verify_options(m: Matrix, flags: VerifyFlags) -> VerifyOptions:
+    from builder.upstream.index import PYPI
+    from builder.upstream.verify import PYTORCH_INDEX, VerifyOptions, parse_only
+
     options = VerifyOptions(
-        only=parse_only(only),
-        torch=parse_spec(torch_spec, "--torch") if torch_spec else None,
-        pypi_url=kwargs.pop("pypi_url") or PYPI,
-        pytorch_index=kwargs.pop("pytorch_index_url") or PYTORCH_INDEX,
-        registry_mirror=kwargs.pop("registry_mirror"),
+        only=parse_only(flags.only),
+        torch=parse_spec(flags.torch_spec, "--torch") if flags.torch_spec else None,
+        pypi_url=flags.pypi_url or PYPI,
+        pytorch_index=flags.pytorch_index_url or PYTORCH_INDEX,
+        registry_mirror=flags.registry_mirror,
     )
     if options.torch is not None and not any(r.version in options.torch for r in m.torch):
-        raise UsageError(f"--torch {torch_spec}: no torch release in the matrix matches")
-    http, registry = clients(kwargs)
-    report = verify(m, http, registry, options, read_lock(lock_path(m.path)))
-    if as_json:
+        raise UsageError(f"--torch {flags.torch_spec}: no torch release in the matrix matches")
+    return options
+
+
+def _print_verify(report: VerifyReport, flags: VerifyFlags) -> None:
+    from builder.upstream import report as reports
+
+    if flags.as_json:
         emit_json(report.as_json())
     else:
-        click.echo(reports.markdown(report) if markdown else reports.text(report, verbose=verbose), nl=False)
+        text = reports.markdown(report) if flags.markdown else reports.text(report, verbose=flags.verbose)
+        click.echo(text, nl=False)
     if report.exit_code == 5:  # the report says what; the error line says why the exit code
         hosts = sorted({f.upstream.split(" is unreachable")[0] for f in report.unreachable})
         click.echo(
@@ -147,7 +177,6 @@ def verify_cmd(
             f"({'; '.join(hosts)[:200]}): nothing unchecked counts as holding",
             err=True,
         )
-    sys.exit(report.exit_code)
 
 
 @click.command("lock")
