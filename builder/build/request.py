@@ -7,11 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from builder.build.plan import Plan, make_plan
-from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Platform, Target
 from builder.matrix.model import Matrix
-from builder.render.context import bases
 from builder.render.options import RenderOptions
+from builder.render.spec import render_problem
 from builder.resolve.choose import Choice, choose
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -37,11 +36,7 @@ def buildable_problem(m: Matrix, options: RenderOptions) -> Callable[[Combinatio
     its base images (cuda-base needs a published nvidia/cuda image)."""
 
     def problem(c: Combination) -> str | None:
-        try:
-            bases(m, c, options.strategy)
-        except RenderError as exc:
-            return str(exc)
-        return None
+        return render_problem(m, c, options.strategy)
 
     return problem
 

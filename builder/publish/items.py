@@ -6,14 +6,14 @@ import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from builder.core.errors import RenderError, UsageError
+from builder.core.errors import UsageError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
-from builder.render.context import bases
 from builder.render.network import Network
 from builder.render.options import RenderOptions
+from builder.render.spec import render_problem
 from builder.render.tags import platform_suffix
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
@@ -112,7 +112,7 @@ def _problem(m: Matrix, f: Facts, combos: list[Combination], options: RenderOpti
     """Why the image cannot be published; on a multi-platform entry, a problem on one platform excludes the
     image on every platform (an index never silently lacks one), and says which."""
     for combo in combos:
-        found = _rules_problem(f, combo) or _render_problem(m, combo, options)
+        found = _rules_problem(f, combo) or render_problem(m, combo, options.strategy)
         if found is not None:
             return found if len(combos) == 1 else f"on {combo.platform.value}: {found}"
     return None
@@ -145,14 +145,6 @@ def _pythons(entry: PublishEntry, base: OSBase) -> tuple[str, ...]:
 def _rules_problem(f: Facts, combo: Combination) -> str | None:
     failure = evaluate(f, Query(platform=combo.platform), combo).first_failure
     return None if failure is None else f"{failure.rule}: {failure.reason}"
-
-
-def _render_problem(m: Matrix, combo: Combination, options: RenderOptions) -> str | None:
-    try:
-        bases(m, combo, options.strategy)
-    except RenderError as exc:
-        return str(exc)
-    return None
 
 
 def on_platforms(items: list[Item], platforms: tuple[Platform, ...]) -> list[Item]:

@@ -147,6 +147,17 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
     )
 
 
+def render_problem(m: Matrix, c: Combination, strategy: Strategy) -> str | None:
+    """Why this strategy cannot render the combination (None: it can): it must find its base images (cuda-base
+    needs a CUDA variant, the OS's own Python and a published nvidia/cuda image). Asked of candidates before a
+    combination is chosen, so a choice never falls on one that cannot be built."""
+    try:
+        ctx.bases(m, c, strategy)
+    except RenderError as exc:
+        return str(exc)
+    return None
+
+
 def _toolkit(c: Combination, options: RenderOptions) -> tuple[tuple[str, ...] | None, tuple[tuple[Flavor, str], ...]]:
     """The toolkit wheels, or why devel is unavailable (an --extension needs devel: then it is an error)."""
     try:
