@@ -56,12 +56,12 @@ def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     """Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at
     /workspace and your UID:GID. After `--`: the command (default: a shell); docker run options first, when
     given, ended by a second `--` (torchyard run -- --network host -p 8888:8888 -- jupyter lab)."""
-    from builder.engine import DockerEngine
+    from builder.engine.quick import QuickEngine
 
     if image is not None and flags["here"]:
         raise UsageError("run: give IMAGE or --here, not both")
     m = matrix_of(ctx)
-    system, engine = RealSystem(), DockerEngine()
+    system, engine = RealSystem(), QuickEngine()
     request = request_of(image, flags, ctx.meta.get(AFTER, []))
     launch = prepare(m, probe(m, system), read_runtime(system, engine.daemon_info), request, engine)
     _say(*_chosen(launch, request), *launch.notes)

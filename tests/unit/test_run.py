@@ -19,8 +19,9 @@ from matrix_kit import real
 from builder.cli.main import main
 from builder.cli.run_cmd import split_after
 from builder.core.errors import PushError, UsageError
-from builder.engine import DockerEngine, ImageInfo
+from builder.engine import ImageInfo
 from builder.engine.interactive import ContainerSpec, Exited, docker_run_argv
+from builder.engine.quick import QuickEngine
 from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
@@ -54,10 +55,10 @@ class Engine:
 
     def install(self, monkeypatch: pytest.MonkeyPatch, system: FakeSystem, info: dict[str, Any]) -> None:
         monkeypatch.setattr("builder.cli.run_cmd.RealSystem", lambda: system)
-        monkeypatch.setattr(DockerEngine, "daemon_info", lambda _: info)
-        monkeypatch.setattr(DockerEngine, "inspect", lambda _, ref: self.images.get(ref))
-        monkeypatch.setattr(DockerEngine, "read_file", lambda *_, **__: None)
-        monkeypatch.setattr(DockerEngine, "pull", lambda _, ref, auth: self.pull(ref))
+        monkeypatch.setattr(QuickEngine, "daemon_info", lambda _: info)
+        monkeypatch.setattr(QuickEngine, "inspect", lambda _, ref: self.images.get(ref))
+        monkeypatch.setattr(QuickEngine, "read_file", lambda *_, **__: None)
+        monkeypatch.setattr(QuickEngine, "pull", lambda _, ref, auth: self.pull(ref))
         monkeypatch.setattr("builder.cli.run_cmd.run_container", self.run)
 
     def pull(self, ref: str) -> ImageInfo:
