@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.core.errors import PushError
+from builder.core.errors import EngineError, PushError
 from builder.engine.interactive import ContainerSpec, Exited, container_name, docker_run_argv, run_container
 from builder.host.doctor import NVIDIA_TOOLKIT_URL, Diagnosis, Problem
 from builder.host.launch import Images, gpu_access
@@ -77,7 +77,9 @@ def judge(d: Diagnosis, image: str, command: str, exited: Exited) -> ContainerCh
     seen = _probe_line(exited.output)
     if seen is None:
         why = "timed out" if exited.timed_out else f"exited {exited.code} without the probe's answer"
-        tail = " ".join(exited.output.strip().splitlines()[-2:])[-300:]
+        lines = exited.output.strip().splitlines()
+        errors = [line for line in lines if "rror" in line]  # docker's own "Error response from daemon: ..."
+        tail = (errors[-1] if errors else " ".join(lines[-2:]))[-300:]
         check.cpu = Part(FAILED, f"the probe {why}" + (f": {tail}" if tail else ""))
         check.gpu = Part(NOT_CHECKED, "the probe gave no answer")
         return check
@@ -154,7 +156,17 @@ def check_here(
     d: Diagnosis, image: str, engine: Images, user: str | None, timeout: float, *, pull: bool
 ) -> ContainerCheck:
     """The check of `image` where it can be had without a build: the local engine, else a pull (a given image,
-    or the team's repository named); otherwise not checked, with the command that builds it."""
+    or the team's repository named); otherwise not checked, with the command that builds it (or the engine's
+    error: doctor still answers)."""
+    try:
+        return _check_here(d, image, engine, user, timeout, pull=pull)
+    except EngineError as exc:
+        return ContainerCheck(image, "", cpu=Part(NOT_CHECKED, str(exc)), gpu=Part(NOT_CHECKED, str(exc)))
+
+
+def _check_here(
+    d: Diagnosis, image: str, engine: Images, user: str | None, timeout: float, *, pull: bool
+) -> ContainerCheck:
     if engine.inspect(image) is None:
         why = f"{image} is not in the local engine"
         try:
