@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from builder.cli.check_view import check_data, check_lines, failed, run_check
 from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json
 from builder.core.versions import driver_version
@@ -32,10 +33,21 @@ SCHEMA = 1
     help="Where it lives.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in docs/schemas.md).")
+@click.option(
+    "--check",
+    "check_image",
+    is_flag=False,
+    flag_value="",
+    default=None,
+    metavar="[IMAGE]",
+    help="Also start the image (the recommended one, or IMAGE) as `torchyard run` would and probe it.",
+)
+@click.option("--check-timeout", default=300.0, show_default=True, metavar="SECONDS", help="The probe's limit.")
 @click.pass_context
 def doctor_cmd(
-    ctx: click.Context, torch_spec: str | None, python_spec: str | None, os_name: str | None, repo: str, as_json: bool
-) -> None:
+    ctx: click.Context, torch_spec: str | None, python_spec: str | None, os_name: str | None, repo: str, as_json: bool,
+    check_image: str | None, check_timeout: float,
+) -> None:  # fmt: skip
     """Which image runs on this machine, the docker run line that starts it, and what to fix."""
     from builder.engine import DockerEngine
 
@@ -45,10 +57,13 @@ def doctor_cmd(
     runtime = read_runtime(system, DockerEngine().daemon_info)
     wish = RawQuery(torch=torch_spec, python=python_spec, os=os_name)
     d = diagnose(m, host, runtime, wish, repo)
+    check = None if check_image is None else run_check(d, check_image, repo, check_timeout)
     if as_json:
-        emit_json(as_data(d, Facts(m)))
+        emit_json(as_data(d, Facts(m)) | ({"check": check_data(check)} if check else {}))
     else:
-        click.echo(as_text(d, Facts(m)))
+        click.echo("\n".join([as_text(d, Facts(m)), *(check_lines(check) if check else [])]))
+    if check is not None and failed(check):
+        raise SystemExit(4)  # the image did not work in a container here (README: a smoke suite failed)
 
 
 def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:

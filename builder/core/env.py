@@ -14,3 +14,4 @@ DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret
 PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/core/provenance.py)
 REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]
+REPO = "TORCHYARD_REPO"  # run: the team's repository the chosen image is pulled from (--repo)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from fake_engine import Contents, FakeEngine
-from host_kit import DOCKER_WITH_TOOLKIT, RTX4090_535, machine
+from host_kit import DOCKER_WITH_TOOLKIT, H100X2_580, RTX4090_535, machine
 from matrix_kit import real
 
 import builder.engine
@@ -71,6 +71,21 @@ def _doctor(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any
     system = machine(RTX4090_535, driver="535.104.05")
     d = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(), "torchyard")
     return as_data(d, Facts(M))
+
+
+def _doctor_check(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    """Two GPUs here, one seen in the container (a problem): every key of the check has a value to show."""
+    from builder.cli.check_view import check_data
+    from builder.engine.interactive import Exited
+    from builder.host.container_check import MARKER, judge
+
+    system = machine(H100X2_580, driver="580.65.06")
+    d = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(), "torchyard")
+    device = {"index": 0, "name": "H100", "ok": True, "detail": ""}
+    seen = {"torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": "9.13.0", "nccl": "2.27.7", "cuda_available": True,
+            "cpu": {"ok": True, "detail": "ok"}, "devices": [device]}  # fmt: skip
+    check = judge(d, "img", "docker run ...", Exited(0, MARKER + json.dumps(seen)))
+    return as_data(d, Facts(M)) | {"check": check_data(check)}
 
 
 def _inspect(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
@@ -162,6 +177,7 @@ RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]]
     "`torchyard lookup --json`": lambda c, t: cli(c, "lookup", "--driver", "535", "--gpu", "RTX 4090", "--json"),
     "`torchyard explain --json`": lambda c, t: cli(c, "explain", "--gpu", "RTX 4090", "--json"),
     "`torchyard doctor --json`": _doctor,
+    "`torchyard doctor --check [IMAGE] --json`": _doctor_check,
     "`torchyard inspect IMAGE --json`": _inspect,
     "`torchyard matrix show KIND NAME --json`": lambda c, t: cli(c, "matrix", "show", "torch", "2.14.1", "--json"),
     "`torchyard matrix list --json`": lambda c, t: cli(c, "matrix", "list", "--json"),

@@ -1,0 +1,141 @@
+"""`torchyard run [--here | IMAGE] [-- [DOCKER-RUN-OPTIONS... --] CMD...]`: the image for this machine (or the
+one given), found, pulled or built, started with the GPUs, the workspace and the caller's user."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from builder.cli.options import image_reference, matrix_of, repository
+from builder.core import env
+from builder.core.errors import UsageError
+from builder.engine.interactive import docker_run_argv, run_container
+from builder.host.launch import Launch, RunRequest, obtain, prepare
+from builder.host.probe import probe
+from builder.host.runtime import read_runtime
+from builder.host.system import RealSystem
+from builder.resolve.query import RawQuery
+
+AFTER = "torchyard.after"  # ctx.meta key: the arguments after the first `--`
+
+
+class SplitAtDashes(click.Command):
+    """click drops `--`; here what follows the first one is kept apart, for the container."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        cut = args.index("--") if "--" in args else len(args)
+        ctx.meta[AFTER] = args[cut + 1 :]
+        return super().parse_args(ctx, args[:cut])
+
+
+def _image(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    return None if value is None else image_reference(ctx, param, value)
+
+
+@click.command("run", cls=SplitAtDashes)
+@click.argument("image", required=False, callback=_image)
+@click.option("--here", is_flag=True, help="The image doctor chooses for this machine (the default without IMAGE).")
+@click.option("--repo", envvar=env.REPO, metavar="REGISTRY/NAME", callback=repository,
+              help=f"The team's repository, where the chosen image is pulled from (${env.REPO}).")  # fmt: skip
+@click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (--here).")
+@click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (--here).")
+@click.option("--os", "os_name", metavar="NAME", help="Only this OS base (--here).")
+@click.option("-e", "--env", "env_vars", metavar="NAME[=VALUE]", multiple=True, help="Set (or pass) a variable.")
+@click.option("--shm-size", metavar="SIZE", help="A /dev/shm of this size (16g) instead of --ipc=host.")
+@click.option("--root", is_flag=True, help="Run as the image's user (root), not as yours.")
+@click.option("-y", "--yes", is_flag=True, help="Build the chosen image without asking when it is nowhere.")
+@click.option("--force", is_flag=True, help="Run an IMAGE that will not run on this machine.")
+@click.option("--dry-run", is_flag=True, help="Print the docker run line and exit.")
+@click.pass_context
+def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
+    """Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at
+    /workspace and your UID:GID. After `--`: the command (default: a shell); docker run options first, when
+    given, ended by a second `--` (torchyard run -- --network host -p 8888:8888 -- jupyter lab)."""
+    from builder.engine.quick import QuickEngine
+
+    if image is not None and flags["here"]:
+        raise UsageError("run: give IMAGE or --here, not both")
+    m = matrix_of(ctx)
+    system, engine = RealSystem(), QuickEngine()
+    request = request_of(image, flags, ctx.meta.get(AFTER, []))
+    launch = prepare(m, probe(m, system), read_runtime(system, engine.daemon_info), request, engine)
+    _say(*_chosen(launch, request), *launch.notes)
+    if flags["dry_run"]:
+        if not launch.local:
+            _say(f"{launch.image} is not in the local engine: run {_would(launch, request)}")
+        click.echo(shlex.join(docker_run_argv(launch.spec)))
+        return
+    launch = obtain(m, launch, engine, request, _may_build(flags["yes"]), _say)
+    ctx.exit(run_container(launch.spec).code)
+
+
+def request_of(image: str | None, flags: dict[str, Any], after: list[str]) -> RunRequest:
+    docker_args, command = split_after(after)
+    workspace = os.getcwd()
+    if ":" in workspace:
+        raise UsageError(f"run: the current folder {workspace} has a ':', which docker's -v cannot mount")
+    return RunRequest(
+        image=image,
+        command=tuple(command),
+        repo=flags["repo"],
+        wish=RawQuery(torch=flags["torch_spec"], python=flags["python_spec"], os=flags["os_name"]),
+        workspace=workspace,
+        user=None if flags["root"] else f"{os.getuid()}:{os.getgid()}",
+        shm_size=flags["shm_size"],
+        env=tuple(flags["env_vars"]),
+        docker_args=tuple(docker_args),
+        tty=sys.stdin.isatty(),
+        force=flags["force"],
+    )
+
+
+def split_after(after: list[str]) -> tuple[list[str], list[str]]:
+    """(docker run options, command): options come first when the first word after `--` is one."""
+    if not after or not after[0].startswith("-"):
+        return [], after
+    if "--" not in after:
+        raise UsageError(
+            f"run: docker run options after `--` ({after[0]} ...) end with a second `--` before the command: "
+            "torchyard run -- --network host -- python train.py"
+        )
+    cut = after.index("--")
+    return after[:cut], after[cut + 1 :]
+
+
+def _chosen(launch: Launch, request: RunRequest) -> list[str]:
+    r = launch.diagnosis.recommended
+    if request.image is not None or r is None:
+        return []
+    return [f"the image for this machine: {r.image} ({r.result.combo.id})"]
+
+
+def _would(launch: Launch, request: RunRequest) -> str:
+    build = f"builds it (torchyard {shlex.join(launch.build or ())})"
+    if request.image is not None:
+        return "pulls it"
+    return f"pulls it from {request.repo}, else {build}" if request.repo else build
+
+
+def _may_build(yes: bool) -> Callable[[Launch], bool]:
+    """--yes builds; on a terminal the user is asked; a script without --yes gets the command instead."""
+
+    def decide(launch: Launch) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        command = shlex.join(["torchyard", *(launch.build or ())])
+        question = f"{launch.image} is not here: build it now with `{command}` (minutes, GBs of wheels)?"
+        return click.confirm(question, default=False, err=True)
+
+    return decide
+
+
+def _say(*lines: str) -> None:
+    for line in lines:
+        click.echo(f"torchyard: {line}", err=True)
