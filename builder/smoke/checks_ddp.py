@@ -59,7 +59,10 @@ def launch(world: int, run: dict[str, Any], backend: str, device: str, budget: f
     with tempfile.TemporaryDirectory(prefix="torchyard-ddp-") as folder:
         threads = max(1, cpu_threads()[0] // world)
         config = dict(run, out=folder, backend=backend, device=device, timeout=budget * 0.75, threads=threads)
-        argv = [*launcher(), "--standalone", f"--nproc_per_node={world}", procs.PACKAGE_DIR]
+        # --local_addr: without it torchrun looks the container's hostname up, which a container without a network
+        # (docker run --network none) cannot resolve: its agent then waits for ever and starts no rank.
+        argv = [*launcher(), "--standalone", f"--nproc_per_node={world}", "--local_addr=127.0.0.1"]
+        argv.append(procs.PACKAGE_DIR)
         argv += ["--smoke-helper", "ddp-rank", json.dumps(config)]
         env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
         log = os.path.join(folder, "torchrun.log")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from importlib import metadata
 from typing import Any
@@ -93,8 +94,9 @@ def cupti_package() -> str:
         wanted = [r.split(";")[0].strip() for r in metadata.requires("torch") or [] if "cupti" in r.lower()]
     except metadata.PackageNotFoundError:
         wanted = []
-    if wanted:
-        return f"install {wanted[0]} (torch's requirement)"
+    if wanted:  # nvidia-cuda-cupti-cu12==12.8.90, or an extra: cuda-toolkit[cublas,...,cupti,...]==13.0.3
+        name, extras, version = re.match(r"([^\[<>=!~ ]+)(\[[^\]]*\])?(.*)", wanted[0]).groups()  # type: ignore[union-attr]
+        return f"install {name}{'[cupti]' if extras else ''}{version.strip()} (torch's requirement)"
     return "install the nvidia-cuda-cupti wheel of this CUDA, or the CUDA toolkit's cuda-cupti package"
 
 

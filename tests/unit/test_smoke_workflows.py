@@ -221,14 +221,22 @@ def test_a_trace_that_is_not_json_fails(tmp_path: Path) -> None:
 
 def test_no_kernels_without_libcupti_names_torchs_requirement(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(checks_profiler, "_loaded", lambda fragment: None)
-    requires = ["nvidia-cudnn-cu13==9.24.0.43; platform_system == 'Linux'", "nvidia-cuda-cupti==13.0.85; extra"]
+    # torch 2.14.1+cu130's own requirement (read in the image with importlib.metadata)
+    requires = [
+        "filelock",
+        "cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.0.3; "
+        'platform_system == "Linux"',
+    ]
     monkeypatch.setattr(metadata, "requires", lambda name: requires)
     with pytest.raises(Failed) as failed:
         checks_profiler.kernels(STEP)
     assert str(failed.value) == (
-        "torch.profiler recorded no CUDA kernel and libcupti is not loaded: install nvidia-cuda-cupti==13.0.85 "
+        "torch.profiler recorded no CUDA kernel and libcupti is not loaded: install cuda-toolkit[cupti]==13.0.3 "
         "(torch's requirement)"
     )
+    cu12 = ["nvidia-cuda-cupti-cu12==12.8.90; platform_system == 'Linux'"]
+    monkeypatch.setattr(metadata, "requires", lambda name: cu12)
+    assert checks_profiler.cupti_package() == "install nvidia-cuda-cupti-cu12==12.8.90 (torch's requirement)"
     monkeypatch.setattr(metadata, "requires", lambda name: [])
     assert checks_profiler.cupti_package().startswith("install the nvidia-cuda-cupti wheel of this CUDA, or the")
 
