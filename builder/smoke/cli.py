@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -33,7 +34,19 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+# Helper processes some checks start (`python <smoke dir> --smoke-helper NAME CONFIG`): module, function.
+HELPERS = {"ddp-rank": ("ddp_rank", "main"), "determinism": ("checks_determinism", "run_child")}
+
+
+def helper(name: str, config: str) -> int:
+    module, function = HELPERS[name]
+    found: int = getattr(importlib.import_module(f".{module}", __package__), function)(json.loads(config))
+    return found
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--smoke-helper"]:
+        return helper(argv[1], argv[2])
     if argv[:1] == ["--worker"]:
         protocol = os.fdopen(os.dup(1), "w")
         os.dup2(2, 1)  # stray prints from checks go to stderr, never into the protocol
@@ -42,7 +55,13 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     manifest = args.expect or (DEFAULT_MANIFEST if os.path.exists(DEFAULT_MANIFEST) else None)
     overrides = {key: getattr(args, f"expect_{key}") for key in STACK_KEYS}
-    ctx = Context(expect=load(manifest, overrides), arch=args.arch, require_gpu=args.require_gpu, small=args.small)
+    ctx = Context(
+        expect=load(manifest, overrides),
+        arch=args.arch,
+        require_gpu=args.require_gpu,
+        small=args.small,
+        timeout_scale=args.timeout_scale,
+    )
     checks = [c for c in load_checks() if not (args.no_gpu_checks and c.gpu)]
     if args.only:
         checks = [c for c in checks if c.name.startswith(tuple(args.only))]

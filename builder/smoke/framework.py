@@ -27,6 +27,7 @@ class Context:
     arch: str | None  # the target GPU architecture (--arch), e.g. sm_89
     require_gpu: bool
     small: bool = False  # smaller problems (simulated or emulated devices): figures are not comparable
+    timeout_scale: float = 1.0  # --timeout-scale: a check that waits on processes of its own keeps inside it
     observed: dict[str, Any] = field(default_factory=dict)  # facts read from the image, for the report
 
 

@@ -8,6 +8,7 @@ the end), so no step waits for the host. Global settings are restored by the cal
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,15 @@ class SmallResNet(nn.Module):  # type: ignore[misc]
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         features = self.blocks(self.stem(x))
         return self.head(features.mean(dim=(2, 3)))
+
+
+def digest(model: Any) -> str:
+    """sha256 of every parameter's exact values (float32 -> float64 -> repr is exact): equal digests are
+    bit-identical weights."""
+    found = hashlib.sha256()
+    for parameter in model.parameters():
+        found.update(repr(parameter.detach().double().cpu().flatten().tolist()).encode())
+    return found.hexdigest()
 
 
 @dataclass(frozen=True)

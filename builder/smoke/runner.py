@@ -23,12 +23,23 @@ from typing import IO, Any
 
 from .expect import Expectations
 from .framework import CPU_BUILD, FAIL, NO_GPU, PASS, REGISTRY, SKIP, Check, Context, Failed, Result, Skipped
+from .procs import die_with_parent
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 # Import order is run order within each kind; the no-GPU checks run first, then the GPU ones.
-_MODULES = ("checks_cpu", "checks_data", "checks_gpu", "checks_compile", "checks_gpu_perf", "checks_nccl")
+_MODULES = (
+    "checks_cpu",
+    "checks_data",
+    "checks_gpu",
+    "checks_compile",
+    "checks_gpu_perf",
+    "checks_nccl",
+    "checks_ddp",
+    "checks_determinism",
+    "checks_profiler",
+)
 
 
 def load_checks() -> list[Check]:
@@ -51,24 +62,15 @@ def run_one(item: Check, ctx: Context) -> Result:
     return Result(item.name, status, message, time.perf_counter() - start)
 
 
-def _die_with_parent() -> None:
-    """Linux: the kernel kills the worker when the suite's process dies, so a hung check cannot outlive it."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
 def worker(config: dict[str, Any], protocol: IO[str]) -> None:
     """Inside the worker: run the named checks, one JSON line per event."""
-    _die_with_parent()
+    die_with_parent()  # the suite's process dies: so does this worker, a hung check cannot outlive it
     ctx = Context(
         expect=Expectations.from_dict(config["expect"]),
         arch=config["arch"],
         require_gpu=config["require_gpu"],
         small=bool(config.get("small")),
+        timeout_scale=float(config.get("timeout_scale", 1.0)),
     )
     by_name = {c.name: c for c in load_checks()}
     for name in config["names"]:
@@ -115,6 +117,7 @@ def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) ->
         "arch": ctx.arch,
         "require_gpu": ctx.require_gpu,
         "small": ctx.small,
+        "timeout_scale": ctx.timeout_scale,
         "names": names,
     }
     proc = subprocess.Popen(

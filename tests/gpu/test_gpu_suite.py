@@ -66,6 +66,11 @@ def test_the_whole_suite_passes_on_this_gpu(tmp_path: Path) -> None:
     if observed.get("bf16_native"):  # Ampere or newer: TF32 and AMP are faster than fp32 with TF32 off
         assert figures["amp_bf16_channels_last"] > figures["fp32"]
         assert observed["tf32_errors"]["on"] > 10 * observed["tf32_errors"]["off"]
+    # issue 20: a DDP step timed on every GPU count run, determinism's cost, CUDA kernels in the profiler's trace
+    gpus = len(observed["gpus"])
+    assert list(observed["ddp_gpu"]["step_seconds"])[-1] == str(gpus)
+    assert all(s > 0 for s in observed["ddp_gpu"]["step_seconds"].values())
+    assert observed["determinism_gpu"]["cost"] > 0 and observed["profiler_gpu"]["kernels"] > 0
 
 
 def test_an_image_passes_the_suite_on_this_gpu(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ folder is on PYTHONPATH, so it also takes effect in every process the suite star
 It proves control flow (API use, shapes, dtypes, pickling into spawned processes, restored settings), not
 numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
 can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
-`"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it.
+`"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
+events into the profiler's traces (without it they have none, as without libcupti).
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -32,6 +33,7 @@ import time
 import types
 from typing import Any, Iterator
 
+import torchyard_faults
 from torchyard_gpu_sim_mode import STATE, device_index, mode_class
 
 ENV = "TORCHYARD_GPU_SIM"
@@ -60,7 +62,7 @@ class _TorchHook(importlib.abc.MetaPathFinder):
 
         def exec_module(module: types.ModuleType) -> None:
             original(module)
-            install(module, config())
+            _patch(module)
 
         loader.exec_module = exec_module
         return spec
@@ -68,9 +70,17 @@ class _TorchHook(importlib.abc.MetaPathFinder):
 
 def arm() -> None:
     if "torch" in sys.modules:
-        install(sys.modules["torch"], config())
+        _patch(sys.modules["torch"])
     else:
         sys.meta_path.insert(0, _TorchHook())
+
+
+def _patch(torch: Any) -> None:
+    """The simulated GPUs where TORCHYARD_GPU_SIM is set; the workflow checks' faults where theirs is."""
+    if os.environ.get(ENV):
+        install(torch, config())
+    if os.environ.get(torchyard_faults.ENV):
+        torchyard_faults.install(torch)
 
 
 def install(torch: Any, cfg: dict[str, Any]) -> None:
@@ -83,6 +93,7 @@ def install(torch: Any, cfg: dict[str, Any]) -> None:
     _patch_distributed(torch, cfg)
     _patch_sdpa(torch, cfg)
     _patch_compile(torch, cfg)
+    _patch_profiler(torch, cfg)
     torch.Tensor.pin_memory = lambda self, *args, **kwargs: self  # DataLoader's pin thread has no mode
     torch.Tensor.is_pinned = lambda self, *args, **kwargs: True
     _Mode.active = mode_class(torch)(cfg)
@@ -293,6 +304,34 @@ def _patch_compile(torch: Any, cfg: dict[str, Any]) -> None:
         return run
 
     torch.compile = compile
+
+
+def _patch_profiler(torch: Any, cfg: dict[str, Any]) -> None:
+    """The CPU build records no CUDA activity (it has no CUPTI): the CUDA activity is dropped. With `"cupti": true`
+    the exported trace gets a "kernel" event for every operator, as CUPTI's records would appear; without it, the
+    trace has no kernel, as in an image without libcupti."""
+    from torch import profiler
+
+    real = profiler.profile
+    cuda = profiler.ProfilerActivity.CUDA
+
+    class SimProfile(real):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, activities: Any = None, **kwargs: Any) -> None:
+            kept = [a for a in activities or [profiler.ProfilerActivity.CPU] if a != cuda]
+            super().__init__(*args, activities=kept, **kwargs)
+
+        def export_chrome_trace(self, path: str) -> Any:
+            done = super().export_chrome_trace(path)
+            if cfg.get("cupti"):
+                with open(path, encoding="utf-8") as handle:
+                    data = json.load(handle)
+                ops = [e for e in data["traceEvents"] if e.get("cat") == "cpu_op"]
+                data["traceEvents"] += [dict(e, cat="kernel", name=f"sim_kernel<{e['name']}>") for e in ops]
+                with open(path, "w", encoding="utf-8") as handle:
+                    json.dump(data, handle)
+            return done
+
+    profiler.profile = SimProfile
 
 
 @contextlib.contextmanager

@@ -39,6 +39,9 @@ def test_the_pipeline_ran_the_suite_and_it_passed_without_gpu_checks(e2e: E2E, f
         "train.cpu",
         "dataloader",
         "compile.cpu",  # Inductor compiles C++ in the image: the runtime images carry g++ and Python.h
+        "ddp.cpu",  # issue 20: torchrun, 2 gloo ranks
+        "determinism.cpu",
+        "profiler.cpu",
     ]
     assert [n for n in must_pass if checks[n]["status"] != "passed"] == []
     assert (checks["devel.nvcc"]["status"] == "passed") == (flavor == "devel")
@@ -72,6 +75,13 @@ def test_gpu_checks_are_skipped_and_exit_0_only_without_require_gpu(e2e: E2E, tm
 SIM_GPUS = [{"name": "Simulated NVIDIA H100", "capability": [9, 0]}, {"name": "Simulated A100", "capability": [8, 0]}]
 # add_one is a compiled CUDA kernel: it refuses the CPU tensors the simulation gives it ("expected a CUDA tensor").
 NOT_SIMULATED = ("gpu.extensions",)
+# Issue 20's GPU checks start processes of their own (torchrun and ranks, fresh runs): they run in the runtime image
+# only, whose torch and venv the devel image shares, to keep the tier's time down.
+WORKFLOW_GPU = ("gpu.ddp", "gpu.determinism", "gpu.profiler")
+FIRST_GPU = (
+    "gpu.devices", "gpu.cudnn_conv", "gpu.autocast", "gpu.tf32", "gpu.extensions", "gpu.compile", "gpu.train",
+    "gpu.gemm", "gpu.memory", "gpu.sdpa", "gpu.nccl",
+)  # fmt: skip
 
 
 def _suite_in(image: str, tmp_path: Path, *args: str, docker_args: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
@@ -92,15 +102,36 @@ def _suite_in(image: str, tmp_path: Path, *args: str, docker_args: tuple[str, ..
 @pytest.mark.parametrize("flavor", ["runtime", "devel"])
 def test_every_gpu_checks_real_code_runs_on_simulated_gpus_in_the_image(e2e: E2E, tmp_path: Path, flavor: str) -> None:
     # Control flow on the torch the image carries (2.14.1+cu130): API use, dtypes, spawn, restored settings.
-    sim = ("-e", "PYTHONPATH=/opt/torchyard-sim", "-e", f"TORCHYARD_GPU_SIM={json.dumps({'gpus': SIM_GPUS})}")
+    config = {"gpus": SIM_GPUS, "cupti": True}
+    sim = ("-e", "PYTHONPATH=/opt/torchyard-sim", "-e", f"TORCHYARD_GPU_SIM={json.dumps(config)}")
     mounts = ("-v", f"{ROOT / 'tests' / 'gpu_sim'}:/opt/torchyard-sim:ro", "--shm-size", "2g", *sim)
-    _, report = _suite_in(e2e.ref(flavor), tmp_path, "--only", "gpu.", "--require-gpu", "--small", docker_args=mounts)
+    names = FIRST_GPU + (WORKFLOW_GPU if flavor == "runtime" else ())
+    only = [arg for name in names for arg in ("--only", name)]
+    _, report = _suite_in(e2e.ref(flavor), tmp_path, *only, "--require-gpu", "--small", docker_args=mounts)
     checks = {c["name"]: c for c in report["checks"] if c["name"] not in NOT_SIMULATED}
-    assert len(checks) == 10
+    assert len(checks) == len(names) - len(NOT_SIMULATED)
     assert {n: c["message"] for n, c in checks.items() if c["status"] != "passed"} == {}
     assert [g["arch"] for g in report["observed"]["gpus"]] == ["sm_90", "sm_80"]
     assert report["observed"]["nccl_all_reduce"]["world"] == 2  # one spawned process per simulated GPU
     assert "Triton" in checks["gpu.compile"]["message"]
+    if flavor == "runtime":  # torchrun on 1 and 2 simulated GPUs (NCCL -> gloo), 3 fresh runs, CUPTI simulated
+        assert list(report["observed"]["ddp_gpu"]["step_seconds"]) == ["1", "2"]
+        assert checks["gpu.determinism"]["message"].startswith("2 fresh processes, seed 0, CUBLAS_WORKSPACE_CONFIG=")
+
+
+def test_ddp_determinism_and_the_profiler_fail_in_the_image_when_broken(e2e: E2E, tmp_path: Path) -> None:
+    # tests/gpu_sim/torchyard_faults.py in every process of the run: rank 1 drifts, conv2d adds run-to-run noise,
+    # the profiler records nothing. The same checks pass in the pipeline's run of the same image (above).
+    faults = json.dumps(["ddp_desync", "nondeterministic", "profiler_off"])
+    mounts = ("-v", f"{ROOT / 'tests' / 'gpu_sim'}:/opt/torchyard-sim:ro", "--shm-size", "2g")
+    env = ("-e", "PYTHONPATH=/opt/torchyard-sim", "-e", f"TORCHYARD_SMOKE_FAULTS={faults}")
+    only = ("--only", "ddp.cpu", "--only", "determinism.cpu", "--only", "profiler.cpu")
+    code, report = _suite_in(e2e.ref("runtime"), tmp_path, *only, docker_args=(*mounts, *env))
+    checks = {c["name"]: (c["status"], c["message"]) for c in report["checks"]}
+    assert code == 1 and {s for s, _ in checks.values()} == {"failed"}, checks
+    assert checks["ddp.cpu"][1].startswith("after 6 steps the parameters of rank(s) 1 differ from rank 0's")
+    assert checks["determinism.cpu"][1].startswith("the same seeded run gave different losses in two processes")
+    assert checks["profiler.cpu"][1].startswith("torch.profiler's Chrome trace lacks aten::convolution,")
 
 
 def test_a_dev_shm_of_dockers_default_size_fails_the_dataloader_naming_the_fix(e2e: E2E, tmp_path: Path) -> None:

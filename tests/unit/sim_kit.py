@@ -31,6 +31,9 @@ CUDA_BUILD: dict[str, Any] = {
 }
 
 
+WORKFLOW_FAULTS = ("ddp_desync", "ddp_hang", "nondeterministic", "profiler_off")  # tests/gpu_sim/torchyard_faults.py
+
+
 def torch_python() -> str | None:
     found = os.environ.get("TORCHYARD_SIM_PYTHON") or str(ROOT / ".venv-torch" / "bin" / "python")
     return found if Path(found).exists() else None
@@ -47,7 +50,10 @@ def sim(gpus: list[dict[str, Any]], *, faults: tuple[str, ...] = (), **changes: 
 
 
 def _env(config: dict[str, Any]) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=f"{SIM_DIR}{os.pathsep}{ROOT}", TORCHYARD_GPU_SIM=json.dumps(config))
+    """The simulated GPUs; their "faults" that the workflow checks' fault layer knows go to it as well."""
+    env = dict(os.environ, PYTHONPATH=f"{SIM_DIR}{os.pathsep}{ROOT}", TORCHYARD_GPU_SIM=json.dumps(config))
+    env["TORCHYARD_SMOKE_FAULTS"] = json.dumps([f for f in config.get("faults", []) if f in WORKFLOW_FAULTS])
+    return env
 
 
 def check(name: str, config: dict[str, Any], tmp_path: Path, *, full: bool = False) -> dict[str, Any]:
@@ -86,3 +92,17 @@ def python_with_torch(code: str, config: dict[str, Any], tmp_path: Path) -> str:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def cpu_suite(tmp_path: Path, *args: str, faults: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
+    """The suite on real torch without simulated GPUs; `faults` (tests/gpu_sim/torchyard_faults.py) break it."""
+    python = torch_python()
+    assert python is not None
+    out = tmp_path / "report.json"
+    env = dict(os.environ, PYTHONPATH=f"{SIM_DIR}{os.pathsep}{ROOT}", TORCHYARD_SMOKE_FAULTS=json.dumps(list(faults)))
+    env.pop("TORCHYARD_GPU_SIM", None)
+    argv = [python, str(SUITE), "--json", str(out), *args]
+    done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False)
+    assert out.exists(), done.stdout[-2000:] + done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(out.read_text())
+    return done.returncode, report

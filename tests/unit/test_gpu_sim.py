@@ -28,11 +28,14 @@ GPU_CHECKS = [
     "gpu.memory",
     "gpu.sdpa",
     "gpu.nccl",
+    "gpu.ddp",
+    "gpu.determinism",
+    "gpu.profiler",
 ]
 
 
 def test_every_gpu_check_runs_on_two_simulated_gpus(tmp_path: Path) -> None:
-    code, report = suite(sim([H100, A100]), tmp_path, "--only", "gpu.", "--require-gpu")
+    code, report = suite(sim([H100, A100], cupti=True), tmp_path, "--only", "gpu.", "--require-gpu")
     statuses = {c["name"]: (c["status"], c["message"]) for c in report["checks"]}
     assert list(statuses) == GPU_CHECKS
     assert {n: s for n, (s, _) in statuses.items() if s != "passed"} == {"gpu.extensions": "skipped"}, statuses
@@ -50,6 +53,11 @@ def test_every_gpu_check_runs_on_two_simulated_gpus(tmp_path: Path) -> None:
     assert {"flash", "efficient", "cudnn"} <= {p.split()[0] for p in observed["sdpa"]["passed"]}
     assert set(observed["gemm"]["tflops"]) == {"fp32", "tf32", "fp16", "bf16"}
     assert observed["tf32_errors"]["on"] > 10 * observed["tf32_errors"]["off"]
+    # issue 20: a DDP step timed on 1 and on 2 GPUs (torchrun, NCCL -> gloo); determinism's cost; CUPTI's kernels
+    assert list(observed["ddp_gpu"]["step_seconds"]) == ["1", "2"]
+    assert [observed["ddp_gpu"]["runs"][n]["world"] for n in ("1", "2")] == [1, 2]
+    assert observed["determinism_gpu"]["cublas_workspace_config"] == ":4096:8"
+    assert observed["determinism_gpu"]["cost"] > 0 and observed["profiler_gpu"]["kernels"] > 0
 
 
 @pytest.mark.parametrize(
@@ -61,6 +69,7 @@ def test_every_gpu_check_runs_on_two_simulated_gpus(tmp_path: Path) -> None:
         ("gpu:1", "gpu.devices", "GPU 1 (Simulated NVIDIA A100) computed a wrong matmul"),
         ("sdpa", "gpu.sdpa", "backend differs from math"),
         ("all_reduce", "gpu.nccl", "all_reduce gave"),
+        ("ddp_desync", "gpu.ddp", "after 5 steps the parameters of rank(s) 1 differ from rank 0's"),
     ],
 )
 def test_each_check_fails_when_the_gpu_answers_wrongly(tmp_path: Path, fault: str, name: str, expected: str) -> None:
@@ -123,3 +132,15 @@ def test_the_fp32_baseline_turns_tf32_off_for_matmuls_and_cudnn(tmp_path: Path) 
         "print(seen)\n"
     )
     assert python_with_torch(code, sim([H100]), tmp_path).strip().splitlines()[-1] == "[[False, False], [True, True]]"
+
+
+def test_without_cupti_the_gpu_profiler_fails_naming_libcupti(tmp_path: Path) -> None:
+    # The CPU wheel records no CUDA activity, as an image without libcupti: the trace has operators, no kernel.
+    found = check("gpu.profiler", sim([H100]), tmp_path)
+    assert found["status"] == "failed"
+    assert found["message"].startswith("torch.profiler recorded no CUDA kernel and libcupti is not loaded: install")
+
+
+def test_a_non_deterministic_op_fails_gpu_determinism(tmp_path: Path) -> None:
+    found = check("gpu.determinism", sim([H100], faults=("nondeterministic",)), tmp_path)
+    assert found["status"] == "failed" and "gave different losses in two processes" in found["message"]

@@ -54,11 +54,14 @@ def test_the_gpu_checks_are_the_ones_the_issue_names() -> None:
         "gpu.autocast",
         "gpu.compile",
         "gpu.cudnn_conv",
+        "gpu.ddp",  # issue 20
+        "gpu.determinism",  # issue 20
         "gpu.devices",
         "gpu.extensions",
         "gpu.gemm",
         "gpu.memory",
         "gpu.nccl",
+        "gpu.profiler",  # issue 20
         "gpu.sdpa",
         "gpu.tf32",
         "gpu.train",

@@ -23,7 +23,16 @@ IN_IMAGE = [
     *sorted((ROOT / "tests" / "gpu_sim").glob("*.py")),
 ]
 OLDEST = (3, 8)
-THIRD_PARTY = {"torch", "torchvision", "torchaudio", "triton", "torchyard_gpu_sim", "torchyard_gpu_sim_mode", "builder"}
+THIRD_PARTY = {
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "torchyard_gpu_sim",
+    "torchyard_gpu_sim_mode",
+    "torchyard_faults",
+    "builder",
+}
 NEWER_DICT_OPERANDS = {"asdict", "vars", "dict"}
 GENERICS = {"dict", "list", "tuple", "set", "frozenset", "type"}
 

@@ -1,0 +1,282 @@
+"""The workflow checks' verdicts (issue 20: ddp, determinism, profiler), from the reports their processes write.
+
+No process is started here: the ranks' and runs' reports are written by hand, each breaking one promise, and the
+fake torch drives what a torch without the feature does. Real torch runs them in test_smoke_workflows_torch.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_torch import FakeImage, Installer
+from smoke_kit import context, outcome
+
+from builder.smoke import checks_ddp, checks_determinism, checks_profiler, procs
+from builder.smoke.framework import FAIL, SKIP, Failed
+
+
+def rank(number: int, **changes: Any) -> dict[str, Any]:
+    found = {
+        "rank": number,
+        "world": 2,
+        "before": f"start{number}",  # each rank initialises differently
+        "broadcast": "rank0-weights",
+        "after": "trained",
+        "grad_error": 0.0,
+        "grad_spread": 0.3,
+        "losses": [2.7, 2.4, 2.1, 1.9],
+        "step_seconds": 0.05,
+    }
+    found.update(changes)
+    return found
+
+
+def test_ranks_that_kept_every_promise_pass() -> None:
+    found = checks_ddp.verdict([rank(0), rank(1)])
+    assert found == {
+        "world": 2,
+        "steps": 4,
+        "first_loss": 2.7,
+        "last_loss": 1.9,
+        "grad_error": 0.0,
+        "different_starts": 2,
+        "step_seconds": 0.05,
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "expected"),
+    [
+        ({"broadcast": "own"}, "DDP did not broadcast rank 0's weights: the ranks started from different parameters"),
+        ({"grad_error": 3e-3}, "rank 1: DDP's gradient differs from the mean of the ranks' own gradients by 3.0e-03"),
+        (
+            {"grad_error": float("nan")},
+            "rank 1: DDP's gradient differs from the mean of the ranks' own gradients by nan",
+        ),
+        (
+            {"after": "drifted"},
+            "after 4 steps the parameters of rank(s) 1 differ from rank 0's (digest drifted against",
+        ),
+    ],
+)
+def test_each_broken_promise_fails_naming_it(changes: dict[str, Any], expected: str) -> None:
+    with pytest.raises(Failed) as failed:
+        checks_ddp.verdict([rank(0), rank(1, **changes)])
+    assert str(failed.value).startswith(expected), failed.value
+
+
+def test_ranks_on_the_same_data_do_not_show_averaging() -> None:
+    with pytest.raises(Failed, match="every rank computed the same gradient"):
+        checks_ddp.verdict([rank(0, grad_spread=0.0), rank(1, grad_spread=0.0)])
+    assert checks_ddp.verdict([rank(0, grad_spread=0.0, world=1)])["world"] == 1  # one GPU: nothing to average
+
+
+def test_a_loss_that_did_not_fall_fails() -> None:
+    flat = [2.7, 2.7, 2.6, 2.5]
+    with pytest.raises(Failed, match=r"the loss \(mean over the ranks\) went 2.7000 -> 2.5000 in 4 steps; expected"):
+        checks_ddp.verdict([rank(0, losses=flat), rank(1, losses=flat)])
+
+
+def _logs(folder: Path, **lines: str) -> None:
+    for name, text in lines.items():
+        (folder / f"{name}.log").write_text(text)
+
+
+def test_a_hung_rank_is_reported_with_its_last_words(tmp_path: Path) -> None:
+    _logs(tmp_path, rank0="rank 0: importing torch\nrank 0: joining the process group (gloo, world 2)\n")
+    (tmp_path / "rank1.log").write_text("rank 1: importing torch (pid 7)\n\n")
+    hung = procs.Finished(None, str(tmp_path / "torchrun.log"), 84.0)
+    with pytest.raises(Failed) as failed:
+        checks_ddp.collect(str(tmp_path), 2, hung, 84.0)
+    assert str(failed.value) == (
+        "the ranks did not finish within 84 s (a rank that never joined, or hung; torchrun and its ranks were "
+        "stopped): rank 0's last words: 'rank 0: joining the process group (gloo, world 2)'; "
+        "rank 1's last words: 'rank 1: importing torch (pid 7)'"
+    )
+
+
+def test_a_crashed_rank_is_reported_with_its_last_words_and_torchruns(tmp_path: Path) -> None:
+    (tmp_path / "rank0.json").write_text(json.dumps(rank(0)))
+    _logs(
+        tmp_path, rank1="rank 1: failed: RuntimeError: Connection reset by peer\n", torchrun="a\nb\nChildFailedError\n"
+    )
+    crashed = procs.Finished(1, str(tmp_path / "torchrun.log"), 9.0)
+    with pytest.raises(Failed) as failed:
+        checks_ddp.collect(str(tmp_path), 2, crashed, 84.0)
+    assert str(failed.value) == (
+        "torchrun exited with code 1: rank 1's last words: 'rank 1: failed: RuntimeError: Connection reset by peer' "
+        "(torchrun: a | b | ChildFailedError)"
+    )
+
+
+def test_a_rank_that_wrote_nothing_says_so(tmp_path: Path) -> None:
+    with pytest.raises(Failed, match="rank 0 wrote nothing; rank 1 wrote nothing"):
+        checks_ddp.collect(str(tmp_path), 2, procs.Finished(2, str(tmp_path / "torchrun.log"), 1.0), 84.0)
+
+
+def test_the_reports_of_ranks_that_finished_are_read(tmp_path: Path) -> None:
+    for number in (0, 1):
+        (tmp_path / f"rank{number}.json").write_text(json.dumps(rank(number)))
+    found = checks_ddp.collect(str(tmp_path), 2, procs.Finished(0, "", 5.0), 84.0)
+    assert [r["rank"] for r in found] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("gpus", "counts"), [(1, [1]), (2, [1, 2]), (3, [1, 2, 3]), (6, [1, 2, 4, 6]), (8, [1, 2, 4, 8])]
+)
+def test_ddp_steps_are_timed_on_1_2_4_and_every_gpu(gpus: int, counts: list[int]) -> None:
+    assert checks_ddp.gpu_counts(gpus) == counts
+
+
+def test_torchrun_beside_the_interpreter_else_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert checks_ddp.launcher() == [str(python), "-m", "torch.distributed.run"]
+    script = tmp_path / "bin" / "torchrun"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert checks_ddp.launcher() == [str(script)]
+
+
+# --- determinism -------------------------------------------------------------------------------------
+
+
+def run(losses: tuple[float, ...] = (2.5, 2.1, 1.8), weights: str = "w1", **changes: Any) -> dict[str, Any]:
+    found = {"losses": [x.hex() for x in losses], "weights": weights, "deterministic": True, "step_seconds": 0.1}
+    found.update(changes)
+    return found
+
+
+def test_bitwise_equal_runs_pass() -> None:
+    assert checks_determinism.compare(run(), run()) == (
+        "losses and weights bitwise equal over 3 steps (loss 2.5000 -> 1.8000)"
+    )
+
+
+def test_a_last_bit_difference_in_a_loss_fails_naming_the_step() -> None:
+    nudged = 2.1 + 2.1 * 2**-52  # the next float after 2.1: equal to four decimals, not bitwise
+    with pytest.raises(Failed) as failed:
+        checks_determinism.compare(run(), run((2.5, nudged, 1.8)))
+    assert str(failed.value) == (
+        f"the same seeded run gave different losses in two processes from step 2: 2.1 against {nudged!r} "
+        "(a non-deterministic op ran)"
+    )
+
+
+def test_equal_losses_with_different_weights_fail() -> None:
+    with pytest.raises(Failed, match="equal losses but different weights after 3 steps"):
+        checks_determinism.compare(run(), run(weights="w2"))
+
+
+def test_a_run_where_deterministic_algorithms_did_not_turn_on_fails() -> None:
+    with pytest.raises(Failed, match=r"run 2: torch.are_deterministic_algorithms_enabled\(\) is False"):
+        checks_determinism.compare(run(), run(deterministic=False))
+
+
+def test_a_run_that_hangs_or_crashes_fails_with_its_words(tmp_path: Path) -> None:
+    log = tmp_path / "run2.log"
+    log.write_text("Traceback (most recent call last):\n  File x\nRuntimeError: CUDA error: out of memory\n")
+    with pytest.raises(Failed, match=r"run 2 did not finish in 84 s; its last words: 'RuntimeError: CUDA error"):
+        checks_determinism._report(2, procs.Finished(None, str(log), 84.0), str(tmp_path / "none.json"))
+    with pytest.raises(Failed) as failed:
+        checks_determinism._report(2, procs.Finished(1, str(log), 3.0), str(tmp_path / "none.json"))
+    assert str(failed.value) == (
+        "run 2 exited with code 1: Traceback (most recent call last): | File x | "
+        "RuntimeError: CUDA error: out of memory"
+    )
+
+
+# --- profiler ----------------------------------------------------------------------------------------
+
+STEP = [
+    {"cat": "cpu_op", "name": "aten::convolution"},
+    {"cat": "cpu_op", "name": "aten::convolution_backward"},
+    {"cat": "user_annotation", "name": "Optimizer.step#SGD.step"},
+]
+
+
+def test_a_trace_with_the_steps_operators_passes() -> None:
+    assert checks_profiler.operators(STEP).startswith("3 operators in the Chrome trace")
+
+
+def test_a_trace_without_the_backward_fails_naming_it() -> None:
+    with pytest.raises(Failed, match=r"lacks aten::convolution_backward \(2 operator names recorded\)"):
+        checks_profiler.operators([STEP[0], STEP[2]])
+
+
+def test_a_trace_that_is_not_json_fails(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text("{not json")
+    with pytest.raises(Failed, match="the profiler's Chrome trace is not JSON"):
+        checks_profiler.read_trace(str(tmp_path / "t.json"))
+    (tmp_path / "t.json").write_text(json.dumps(STEP))  # the format also allows a bare list of events
+    assert checks_profiler.read_trace(str(tmp_path / "t.json")) == STEP
+
+
+def test_no_kernels_without_libcupti_names_torchs_requirement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks_profiler, "_loaded", lambda fragment: None)
+    # torch 2.14.1+cu130's own requirement (read in the image with importlib.metadata)
+    requires = [
+        "filelock",
+        "cuda-toolkit[cublas,cudart,cufft,cufile,cupti,curand,cusolver,cusparse,nvjitlink,nvrtc,nvtx]==13.0.3; "
+        'platform_system == "Linux"',
+    ]
+    monkeypatch.setattr(metadata, "requires", lambda name: requires)
+    with pytest.raises(Failed) as failed:
+        checks_profiler.kernels(STEP)
+    assert str(failed.value) == (
+        "torch.profiler recorded no CUDA kernel and libcupti is not loaded: install cuda-toolkit[cupti]==13.0.3 "
+        "(torch's requirement)"
+    )
+    cu12 = ["nvidia-cuda-cupti-cu12==12.8.90; platform_system == 'Linux'"]
+    monkeypatch.setattr(metadata, "requires", lambda name: cu12)
+    assert checks_profiler.cupti_package() == "install nvidia-cuda-cupti-cu12==12.8.90 (torch's requirement)"
+    monkeypatch.setattr(metadata, "requires", lambda name: [])
+    assert checks_profiler.cupti_package().startswith("install the nvidia-cuda-cupti wheel of this CUDA, or the")
+
+
+def test_no_kernels_with_libcupti_loaded_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks_profiler, "_loaded", lambda fragment: "/venv/nvidia/cu13/lib/libcupti.so.13")
+    with pytest.raises(
+        Failed, match=re.escape("no CUDA kernel although /venv/nvidia/cu13/lib/libcupti.so.13 is loaded")
+    ):
+        checks_profiler.kernels(STEP)
+    assert checks_profiler.kernels([*STEP, {"cat": "kernel", "name": "sm90_xmma"}]) == 1
+
+
+# --- a torch without the feature -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("ddp.cpu", "torch 2.14.1+cu130 has no torch.distributed"),
+        ("determinism.cpu", "torch 2.14.1+cu130 has no torch.use_deterministic_algorithms (torch >= 1.8)"),
+        ("profiler.cpu", "torch 2.14.1+cu130 has no torch.profiler (torch >= 1.8.1)"),
+    ],
+)
+def test_a_torch_without_the_feature_skips(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, expected: str
+) -> None:
+    Installer(monkeypatch)(FakeImage())
+    assert outcome(name, context(tmp_path)) == (SKIP, expected)
+
+
+def test_a_torch_built_without_distributed_fails_ddp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from types import ModuleType
+
+    modules = Installer(monkeypatch)(FakeImage())
+    dist = ModuleType("torch.distributed")
+    dist.is_available = lambda: False  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch.distributed", dist)
+    monkeypatch.setattr(modules["torch"], "distributed", dist, raising=False)
+    assert outcome("ddp.cpu", context(tmp_path)) == (
+        FAIL,
+        "torch 2.14.1+cu130 was built without distributed support: DDP cannot run",
+    )

@@ -1,0 +1,64 @@
+"""The workflow checks (issue 20) on real torch (.venv-torch's CPU wheel), as the suite runs them: ddp.cpu through
+torchrun with 2 gloo ranks, determinism.cpu in two fresh processes, profiler.cpu's Chrome trace; and each of them
+failing when what it checks is broken (tests/gpu_sim/torchyard_faults.py). Their GPU variants run on simulated
+GPUs in test_gpu_sim.py. Like test_gpu_sim.py, these tests start processes (the suite, torchrun, the ranks).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sim_kit import cpu_suite, needs_torch
+
+pytestmark = needs_torch
+
+WORKFLOWS = ("--only", "ddp.cpu", "--only", "determinism.cpu", "--only", "profiler.cpu")
+
+
+def _checks(report: dict[str, object]) -> dict[str, tuple[str, str]]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {c["name"]: (c["status"], c["message"]) for c in checks}
+
+
+def test_ddp_determinism_and_the_profiler_pass_on_real_torch(tmp_path: Path) -> None:
+    code, report = cpu_suite(tmp_path, *WORKFLOWS)
+    checks = _checks(report)
+    assert {n: s for n, (s, _) in checks.items()} == dict.fromkeys(
+        ("ddp.cpu", "determinism.cpu", "profiler.cpu"), "passed"
+    ), checks
+    assert code == 0
+    assert checks["ddp.cpu"][1].startswith(
+        "2 ranks (gloo, torchrun): parameters bit-identical after 6 steps, from 2 different starts"
+    )
+    assert checks["determinism.cpu"][1].startswith("2 fresh processes, seed 0,")
+    assert "losses and weights bitwise equal over 4 steps" in checks["determinism.cpu"][1]
+    observed = report["observed"]
+    assert isinstance(observed, dict)
+    assert observed["ddp_cpu"]["last_loss"] < 0.9 * observed["ddp_cpu"]["first_loss"]
+
+
+def test_each_fails_when_broken_a_desynchronised_rank_a_non_deterministic_op_no_profiler(tmp_path: Path) -> None:
+    code, report = cpu_suite(tmp_path, *WORKFLOWS, faults=("ddp_desync", "nondeterministic", "profiler_off"))
+    checks = _checks(report)
+    assert code == 1
+    assert {n: s for n, (s, _) in checks.items()} == dict.fromkeys(
+        ("ddp.cpu", "determinism.cpu", "profiler.cpu"), "failed"
+    )
+    assert checks["ddp.cpu"][1].startswith("after 6 steps the parameters of rank(s) 1 differ from rank 0's")
+    assert checks["determinism.cpu"][1].startswith(
+        "the same seeded run gave different losses in two processes from step 1"
+    )
+    assert checks["profiler.cpu"][1].startswith(
+        "torch.profiler's Chrome trace lacks aten::convolution, aten::convolution_backward"
+    )
+
+
+def test_a_rank_that_never_joins_fails_inside_the_timeout_with_its_last_words(tmp_path: Path) -> None:
+    # --timeout-scale 0.35: the check's 120 s become 42 s; it stops torchrun after 70 % of that.
+    code, report = cpu_suite(tmp_path, "--only", "ddp.cpu", "--timeout-scale", "0.35", faults=("ddp_hang",))
+    status, message = _checks(report)["ddp.cpu"]
+    assert (code, status) == (1, "failed")
+    assert message.startswith("the ranks did not finish within 29 s (a rank that never joined, or hung"), message
+    assert "rank 1's last words: 'rank 1: joining the process group (gloo, world 2)'" in message
+    assert report["checks"][0]["seconds"] < 42
