@@ -8,8 +8,10 @@ import click
 
 from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json
+from builder.core import env
 from builder.core.versions import driver_version
 from builder.host.doctor import Diagnosis, diagnose
+from builder.host.locate import locate_diagnosis, location_json, where_lines
 from builder.host.probe import probe
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.host.system import RealSystem
@@ -28,8 +30,9 @@ SCHEMA = 1
     default="torchyard",
     show_default=True,
     metavar="REGISTRY/NAME",
+    envvar=env.REPO,
     callback=repository,
-    help="Where it lives.",
+    help=f"The team's repository: where the image is looked for, besides the local engine (${env.REPO}).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in docs/schemas.md).")
 @click.pass_context
@@ -42,9 +45,11 @@ def doctor_cmd(
     m = matrix_of(ctx)
     system = RealSystem()
     host = probe(m, system)
-    runtime = read_runtime(system, DockerEngine().daemon_info)
+    engine = DockerEngine()
+    runtime = read_runtime(system, engine.daemon_info)
     wish = RawQuery(torch=torch_spec, python=python_spec, os=os_name)
     d = diagnose(m, host, runtime, wish, repo)
+    d.location = locate_diagnosis(d, repo, engine)
     if as_json:
         emit_json(as_data(d, Facts(m)))
     else:
@@ -82,6 +87,7 @@ def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:
             "run": r.run,
             "build": r.build,
             "pip": r.pip,
+            "where": location_json(d.location) if d.location else None,
         },
         "problems": [{"check": p.check, "message": p.message, "fix": p.fix} for p in d.problems],
         "unchecked": list(d.unchecked),
@@ -144,6 +150,7 @@ def _recommendation_lines(d: Diagnosis) -> list[str]:
     return [
         f"best image here: torch {c.local_version} ({cuda}), Python {c.python}, {c.os.name} [{c.id}]",
         f"  image:    {r.image}",
+        *(f"  where:    {line}" for line in (where_lines(d.location) if d.location else [])),
         f"  build it: {r.build}",
         f"  run it:   {r.run}",
         f"  or pip:   {r.pip}",

@@ -11,8 +11,9 @@ from builder.cli.output import emit_json
 from builder.host.image_inspect import ImageFacts, combination_of, judge, read_facts
 from builder.resolve.query import Query, RawQuery
 from builder.resolve.rules import Check
+from builder.resolve.verdict import Answer, Verdict, check_json, status_words, verdict
 
-SCHEMA = 1
+SCHEMA = 2  # 2: checks carry `status`; `runs` is null when it cannot tell; `verdict`
 
 
 @click.command("inspect")
@@ -46,14 +47,14 @@ def inspect_cmd(
     facts = read_facts(engine, image)
     asked = q.driver is not None or bool(q.archs) or q.platform_given
     checks = judge(m, facts, q) if asked else []
-    runs = all(c.ok for c in checks) if asked else None
+    runs = verdict(checks, here=here) if asked else None
     if as_json:
         c = combination_of(m, facts)
         emit_json(as_data(facts, c.id if c else None, q, checks, runs))
     else:
         click.echo(as_text(facts, q, checks, runs))
-    if runs is False:
-        raise SystemExit(1)
+    if runs is not None and runs.exit_code:
+        raise SystemExit(runs.exit_code)
 
 
 def _question(q: Query) -> str:
@@ -64,7 +65,7 @@ def _question(q: Query) -> str:
 
 
 def as_data(
-    facts: ImageFacts, combination: str | None, q: Query, checks: list[Check], runs: bool | None
+    facts: ImageFacts, combination: str | None, q: Query, checks: list[Check], runs: Verdict | None
 ) -> dict[str, Any]:
     return {
         "schema": SCHEMA,
@@ -82,12 +83,15 @@ def as_data(
         "ptx": list(facts.ptx),
         "nvidia_require_cuda": facts.require_cuda,
         "question": _question(q) if runs is not None else None,
-        "runs": runs,
-        "checks": [{"rule": c.rule, "ok": c.ok, "reason": c.reason} for c in checks],
+        "runs": {Answer.RUNS: True, Answer.WILL_NOT_RUN: False}.get(runs.answer) if runs else None,
+        "verdict": runs.answer.value if runs else None,
+        "conditions": list(runs.conditions) if runs else [],
+        "to_tell": list(runs.unknown) if runs else [],
+        "checks": [check_json(c) for c in checks],
     }
 
 
-def as_text(facts: ImageFacts, q: Query, checks: list[Check], runs: bool | None) -> str:
+def as_text(facts: ImageFacts, q: Query, checks: list[Check], runs: Verdict | None) -> str:
     stack = ", ".join(
         part
         for part in (
@@ -107,6 +111,7 @@ def as_text(facts: ImageFacts, q: Query, checks: list[Check], runs: bool | None)
     if runs is None:
         lines.append("  (ask whether it runs somewhere: --driver, --gpu / --arch, --platform, or --here)")
         return "\n".join(lines)
-    lines.append(f"{_question(q)}: {'RUNS' if runs else 'WILL NOT RUN'}")
-    lines += [f"  {'PASS' if c.ok else 'FAIL'}  {c.rule:<16} {c.reason}" for c in checks]
+    lines.append(f"{_question(q)}: {runs.words}")
+    lines += [f"  {status_words(c):<11}  {c.rule:<16} {c.reason}" for c in checks]
+    lines += [f"  to tell: {line}" for line in runs.unknown]
     return "\n".join(lines)

@@ -9,6 +9,7 @@ REGISTRY_USER = "TORCHYARD_REGISTRY_USER"  # --registry-user
 REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"  # the registry password (never a flag: it would show in ps)
 REFRESH = "TORCHYARD_REFRESH"  # --refresh: a token that re-runs the OS package steps
 LOCKED = "TORCHYARD_LOCKED"  # "1": renders pin base images to matrix.lock's digests (--locked)
+REPO = "TORCHYARD_REPO"  # doctor / lookup --here: the team's repository, where the recommended image is looked up
 ANY_HOST = "TORCHYARD_ANY_HOST"  # "1": build/render choose for any machine, not this one (--any-host)
 DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret

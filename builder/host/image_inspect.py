@@ -16,7 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from builder.build.suite import SmokeOptions, run_smoke
 from builder.core.archs import Arch, arch_from
-from builder.core.errors import UsageError
+from builder.core.errors import BuildError, UsageError
 from builder.core.kinds import Platform
 from builder.engine import Engine
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
@@ -65,8 +65,21 @@ def read_facts(engine: Engine, image: str) -> ImageFacts:
     if info.labels.get("io.torchyard.version"):
         manifest = _manifest(engine, image)
         return _ours(image, info.platform, info.labels, manifest, require)
-    report = run_smoke(engine, image, SmokeOptions(only=("version.", "arch.torch"), timeout=600), in_image=False)
-    return _probed(image, info.platform, report.observed, require)
+    return _probed(image, info.platform, _probe(engine, image), require)
+
+
+def _probe(engine: Engine, image: str) -> Observed:
+    """The smoke suite's version and architecture checks in a container (removed after): one UsageError
+    (exit 2) when the image has no Python or no torch to read."""
+    try:
+        report = run_smoke(engine, image, SmokeOptions(only=("version.", "arch.torch"), timeout=600), in_image=False)
+    except BuildError as exc:
+        if "exited 127 without a report" in str(exc):
+            raise UsageError(f"inspect: no torch in {image} (no Python in it)") from None
+        raise
+    if not report.observed.torch:
+        raise UsageError(f"inspect: no torch in {image} (its Python cannot import torch)")
+    return report.observed
 
 
 def _manifest(engine: Engine, image: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from fake_engine import Contents, FakeEngine
+from host_kit import SMI_BROKEN, machine
 from matrix_kit import query, real
 
 import builder.engine
@@ -17,6 +18,7 @@ from builder.host.image_inspect import judge, read_facts
 from builder.resolve.facts import Facts
 from builder.resolve.require import rule_container_start
 from builder.resolve.resolver import lookup
+from builder.resolve.rules.check import Status
 
 M = real()
 F = Facts(M)
@@ -140,9 +142,13 @@ def test_require_cuda_alternatives(driver: str, gpu: str, ok: bool) -> None:
     assert rule_container_start(F, q.driver, q.gpus, REQUIRE_124).ok is ok
 
 
-def test_require_cuda_without_a_driver_or_a_requirement_passes() -> None:
-    assert rule_container_start(F, None, (), "cuda>=13.0").ok
-    assert rule_container_start(F, parse_driver("535"), (), None).ok
+def test_require_cuda_without_a_driver_is_not_checked_and_without_a_requirement_passes() -> None:
+    unasked = rule_container_start(F, None, (), "cuda>=13.0")
+    assert (
+        unasked.status is Status.NOT_CHECKED
+        and unasked.condition == "a driver that meets NVIDIA_REQUIRE_CUDA cuda>=13.0"
+    )
+    assert rule_container_start(F, parse_driver("535"), (), None).passed
 
 
 def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
@@ -154,10 +160,29 @@ def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
         main(["inspect", FOREIGN, "--driver", "530", "--gpu", "RTX 4090", "--json"])
     assert exit_.value.code == 1
     data = json.loads(capsys.readouterr().out)
-    assert (data["schema"], data["torch"], data["runs"]) == (1, "2.5.1+cu124", False)
+    assert (data["schema"], data["torch"], data["runs"]) == (2, "2.5.1+cu124", False)
     with pytest.raises(SystemExit) as exit_:
         main(["inspect", "nope:latest"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         "torchyard: error: inspect: no image 'nope:latest' in the engine (pull or build it first)\n"
     )
+
+
+@pytest.mark.parametrize("smi", [None, "broken"], ids=["no-driver", "driver-failing"])
+def test_inspect_here_without_a_working_driver_never_says_runs(
+    smi: str | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builder.host.probe
+    from builder.core import env
+
+    system = machine(SMI_BROKEN, smi_code=9, driver="535.104.05") if smi else machine(None, toolkit=False)
+    monkeypatch.delenv(env.ANY_HOST, raising=False)
+    monkeypatch.setattr(builder.host.probe, "RealSystem", lambda: system)
+    monkeypatch.setattr(builder.engine, "DockerEngine", foreign)
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", FOREIGN, "--here"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 6
+    assert ": CANNOT TELL" in out and "RUNS" not in out
+    assert "  NOT CHECKED  driver-cuda      no driver given" in out.splitlines()
