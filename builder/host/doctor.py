@@ -127,6 +127,9 @@ def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:
     failed = next((c for c in floor.checks if not c.ok), None)
     cuda = minor_str(top.variant.cuda) if top.variant.cuda else "cpu"
     newest = ", the newest it runs" if not unknown else ", the newest every check passed for"
+    if best.unrecorded:  # the choice itself could not be fully checked: it may run, nothing more
+        reasons = "; ".join(dict.fromkeys(c.reason for c in best.unrecorded))
+        newest = f", the newest that may run (CANNOT TELL: {reasons})"
     return [
         Problem(
             "driver-cuda",

@@ -214,7 +214,7 @@ def _driver(m: Matrix, name: str) -> dict[str, Any]:
     not_supported: list[str] = []
     jetson: list[str] = []
     unrecorded: list[str] = []
-    for info in (a for a in m.archs if not a.arch.suffix):
+    for info in (a for a in m.archs if not a.arch.suffix and a.renamed_to is None):  # a rename: listed by its new name
         names = [g.lower() for g in (*info.gpus, *info.datacenter_gpus, *info.embedded_gpus)]
         late = info.driver_last_branch is not None and drv.branch > info.driver_last_branch
         if names and all(n in tegra for n in names):

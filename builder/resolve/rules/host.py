@@ -22,10 +22,15 @@ def rule_platform(f: Facts, q: Query, c: Combination) -> Check:
         if problem:
             return Check("platform", False, problem, sources)
     if c.build is None:
-        # Worded without the release, so lookup groups the releases a variant misses on this platform.
+        # Unknown is not no: the matrix records the builds a source lists; PyTorch's own index may hold more
+        # (RELEASE.md lists aarch64 CUDA builds per CUDA version, not per release). Worded without the release,
+        # so lookup groups the releases a variant misses on this platform.
         have = ", ".join(b.platform.value for b in c.variant.builds)
-        return Check(
-            "platform", False, f"no {c.platform.value} {c.variant.name} wheels of this release (only {have})", sources
+        return not_checked(
+            "platform",
+            f"{c.platform.value} {c.variant.name} wheels of this release are not recorded (recorded: {have})",
+            (*sources, "pytorch-release-md"),
+            Missing.FACT,
         )
     return Check("platform", True, f"torch {c.torch.version} {c.variant.name} has {c.platform.value} wheels", sources)
 
