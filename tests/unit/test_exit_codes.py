@@ -16,6 +16,7 @@ import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
 import builder.engine
+import builder.host.image_inspect
 import builder.publish.run
 from builder.cli.main import main
 from builder.core.errors import EngineError, Interrupted, PushError
@@ -51,6 +52,20 @@ def _fake(monkeypatch: pytest.MonkeyPatch, **knobs: object) -> FakeEngine:
 def engine(**knobs: object) -> Setup:
     def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
         _fake(monkeypatch, **knobs)
+
+    return setup
+
+
+def no_such_image() -> Setup:
+    """Neither the engine nor the image's registry has it (the registry answers: no such manifest)."""
+
+    class Absent:
+        def image(self, repo: object, reference: str, platform: str) -> None:
+            return None
+
+    def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+        _fake(monkeypatch)
+        monkeypatch.setattr(builder.host.image_inspect, "Distribution", lambda http: Absent())
 
     return setup
 
@@ -114,7 +129,8 @@ CASES = [
     Case("build interrupted", ("build", *PIN, "-o", "@out"), 130, engine(fail_build=Interrupted("interrupted"))),
     Case("smoke bad image", ("smoke", "Upper/Case"), 2),
     Case("smoke no engine", ("smoke", "img:1"), 3, engine(info_error=EngineError("no Docker engine"))),
-    Case("inspect missing image", ("inspect", "nope:1"), 2, engine()),
+    Case("inspect missing image", ("inspect", "nope:1"), 2, no_such_image()),
+    Case("inspect registry unreachable", ("inspect", "127.0.0.1:1/nope:1"), 5, engine()),
     Case("publish bad jobs", ("publish", "--jobs", "0"), 2),
     Case("publish an image failed", ("publish", "--no-push", "-o", "@out"), 4, publish_result("failed")),
     Case("publish all built", ("publish", "--no-push", "-o", "@out"), 0, publish_result("built")),
