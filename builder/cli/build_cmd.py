@@ -140,7 +140,10 @@ def _dry_run(
 ) -> None:
     if member:
         click.echo(f"\n== {plan.combination.platform.value} ({plan.id})")
-    click.echo(f"Dockerfile: {out_dir / 'Dockerfile'} (sha256 {plan.dockerfile_sha256[:16]}...)")
+    # a dry run writes nothing: the path is where a build would write it (render -o DIR writes it now)
+    click.echo(
+        f"Dockerfile: {out_dir / 'Dockerfile'} when built (sha256 {plan.dockerfile_sha256[:16]}...; not written)"
+    )
     click.echo(f"content hash: {plan.content_hash}")
     for origin in plan.network_origins:
         click.echo(f"network: {origin}")

@@ -65,19 +65,24 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
     any_host = bool(kwargs.pop("any_host"))
     raw = raw_query_of(kwargs)
     probed = False
-    if not any_host:
-        from builder.host.probe import fill_from_host, probe
-
-        host = probe(m)
-        raw, notes = fill_from_host(raw, host, m)
-        _say(f"this machine: {host.describe()} (--any-host to choose for any machine)", *notes)
-        probed = host.driver is None
     platforms = _platforms(raw.platform)
     if len(platforms) > 1:
-        query = parse_query(m, replace(raw, platform=platforms[0].value))
+        raw = replace(raw, platform=platforms[0].value)
+    query = parse_query(m, raw)
+    if not any_host:
+        from builder.host.choose import host_query
+        from builder.host.probe import probe
+
+        host = probe(m)
+        # the chooser doctor and lookup --here use; without a GPU, build and render keep their choice for any
+        # machine (the CUDA build PyPI installs by default) and say the driver it needs
+        hq = host_query(m, host, raw, cpu_without_gpu=False)
+        _say(f"this machine: {host.describe()} (--any-host to choose for any machine)", *hq.notes)
+        probed, query = host.driver is None, hq.query
+    if len(platforms) > 1:
         chosen = choose_plans(m, query, options, wanted, platforms)
     else:
-        chosen = choose_plan(m, parse_query(m, raw), options, wanted)
+        chosen = choose_plan(m, query, options, wanted)
     _say(*chosen.notes)
     if probed and raw.driver is None:
         c = chosen.choice.result.combo

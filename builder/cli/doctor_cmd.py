@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -9,8 +10,11 @@ import click
 from builder.cli.check_view import check_data, check_lines, failed, run_check
 from builder.cli.options import matrix_of, repository
 from builder.cli.output import emit_json
+from builder.cli.request import takes
+from builder.core import env
 from builder.core.versions import driver_version
 from builder.host.doctor import Diagnosis, diagnose
+from builder.host.locate import locate_diagnosis, location_json, where_lines
 from builder.host.probe import probe
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.host.system import RealSystem
@@ -18,6 +22,19 @@ from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
 
 SCHEMA = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class DoctorFlags:
+    """`torchyard doctor`'s flags."""
+
+    torch_spec: str | None
+    python_spec: str | None
+    os_name: str | None
+    repo: str
+    as_json: bool
+    check_image: str | None  # "" : --check without IMAGE (the recommended image)
+    check_timeout: float
 
 
 @click.command("doctor")
@@ -29,8 +46,9 @@ SCHEMA = 1
     default="torchyard",
     show_default=True,
     metavar="REGISTRY/NAME",
+    envvar=env.REPO,
     callback=repository,
-    help="Where it lives.",
+    help=f"The team's repository: where the image is looked for, besides the local engine (${env.REPO}).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in docs/schemas.md).")
 @click.option(
@@ -44,21 +62,21 @@ SCHEMA = 1
 )
 @click.option("--check-timeout", default=300.0, show_default=True, metavar="SECONDS", help="The probe's limit.")
 @click.pass_context
-def doctor_cmd(
-    ctx: click.Context, torch_spec: str | None, python_spec: str | None, os_name: str | None, repo: str, as_json: bool,
-    check_image: str | None, check_timeout: float,
-) -> None:  # fmt: skip
+@takes(DoctorFlags)
+def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
     """Which image runs on this machine, the docker run line that starts it, and what to fix."""
     from builder.engine import DockerEngine
 
     m = matrix_of(ctx)
     system = RealSystem()
     host = probe(m, system)
-    runtime = read_runtime(system, DockerEngine().daemon_info)
-    wish = RawQuery(torch=torch_spec, python=python_spec, os=os_name)
-    d = diagnose(m, host, runtime, wish, repo)
-    check = None if check_image is None else run_check(d, check_image, repo, check_timeout)
-    if as_json:
+    engine = DockerEngine()
+    runtime = read_runtime(system, engine.daemon_info)
+    wish = RawQuery(torch=flags.torch_spec, python=flags.python_spec, os=flags.os_name)
+    d = diagnose(m, host, runtime, wish, flags.repo)
+    d.location = locate_diagnosis(d, flags.repo, engine)
+    check = None if flags.check_image is None else run_check(d, flags.check_image, flags.repo, flags.check_timeout)
+    if flags.as_json:
         emit_json(as_data(d, Facts(m)) | ({"check": check_data(check)} if check else {}))
     else:
         click.echo("\n".join([as_text(d, Facts(m)), *(check_lines(check) if check else [])]))
@@ -97,6 +115,7 @@ def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:
             "run": r.run,
             "build": r.build,
             "pip": r.pip,
+            "where": location_json(d.location) if d.location else None,
         },
         "problems": [{"check": p.check, "message": p.message, "fix": p.fix} for p in d.problems],
         "unchecked": list(d.unchecked),
@@ -159,6 +178,7 @@ def _recommendation_lines(d: Diagnosis) -> list[str]:
     return [
         f"best image here: torch {c.local_version} ({cuda}), Python {c.python}, {c.os.name} [{c.id}]",
         f"  image:    {r.image}",
+        *(f"  where:    {line}" for line in (where_lines(d.location) if d.location else [])),
         f"  build it: {r.build}",
         f"  run it:   {r.run}",
         f"  or pip:   {r.pip}",

@@ -2,22 +2,50 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import click
 
-from builder.cli.lookup_view import best_block, grouped_table, groups, image_ref, pip_line, wide_table
-from builder.cli.options import combination_options, here_option, matrix_of, query_of
+from builder.cli.lookup_view import (
+    best_block,
+    grouped_table,
+    groups,
+    image_ref,
+    pip_line,
+    unrecorded_note,
+    wide_table,
+)
+from builder.cli.options import combination_options, here_option, matrix_of, query_of, repository
 from builder.cli.output import emit_json
+from builder.cli.request import takes
+from builder.core import env
 from builder.core.errors import NoMatchError, UsageError
+from builder.host.locate import Location, engine_lookup, location_json, where_lines
 from builder.matrix.model import Matrix
 from builder.resolve.choose import SHOWN_REASONS, failure_message
 from builder.resolve.facts import Facts
-from builder.resolve.report import explanation_json, result_json
+from builder.resolve.report import explanation_json, result_json, verdict_json
 from builder.resolve.resolver import Lookup, explain, lookup
+from builder.resolve.verdict import status_words, verdict
 
-SCHEMA = 1
+SCHEMA = 2  # 2: a check's `status` (pass|fail|not-checked); `ok` is null when not checked; `verdict`
+
+
+@dataclass(frozen=True, kw_only=True)
+class LookupFlags:
+    """`torchyard lookup`'s own flags; `shared` holds the combination flags (query_of reads them)."""
+
+    limit: int
+    wide: bool
+    as_json: bool
+    here: bool
+    repo: str | None
+    shared: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        if self.limit < 0:
+            raise UsageError(f"--limit: {self.limit} is negative (0 shows every row)")
 
 
 @click.command("lookup")
@@ -26,33 +54,47 @@ SCHEMA = 1
 @click.option("--limit", default=10, show_default=True, metavar="N", type=int, help="Rows to show (0: all).")
 @click.option("--wide", is_flag=True, help="One row per combination, every column.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (docs/schemas.md).")
+@click.option(
+    "--repo",
+    metavar="REGISTRY/NAME",
+    envvar=env.REPO,
+    callback=repository,
+    help=f"With --here: the team's repository, where the first row's image is looked for (${env.REPO}).",
+)
 @click.pass_context
-def lookup_cmd(ctx: click.Context, /, limit: int, wide: bool, as_json: bool, here: bool, **kwargs: Any) -> None:
+@takes(LookupFlags)
+def lookup_cmd(ctx: click.Context, flags: LookupFlags) -> None:
     """Valid combinations for a driver / GPU / version request, best first, and why the rest fail."""
-    if limit < 0:
-        raise UsageError(f"--limit: {limit} is negative (0 shows every row)")
     m = matrix_of(ctx)
-    q = query_of(m, kwargs, here=here)
+    q = query_of(m, dict(flags.shared), here=flags.here)
     found = lookup(m, q)
-    if as_json:
-        emit_json(lookup_json(m, found, limit))
+    where = _where(m, found, flags.repo) if flags.here and found.valid else None
+    if flags.as_json:
+        emit_json(lookup_json(m, found, flags.limit) | ({"where": location_json(where)} if where else {}))
         if not found.valid:
             raise SystemExit(NoMatchError.exit_code)
         return
     if not found.valid:
         raise NoMatchError(failure_message(found))
-    click.echo(best_block(m, found.valid[0]) + "\n")
-    driver, arch = q.driver is not None, bool(q.archs)
-    if wide:
-        rows: Sequence[object] = found.valid[:limit] if limit else found.valid
-        click.echo(wide_table(found.valid[:limit] if limit else found.valid, driver=driver, arch=arch))
-        total, unit = len(found.valid), "combinations"
+    click.echo(best_block(m, found.valid[0], here=flags.here))
+    click.echo("".join(f"  where:  {line}\n" for line in (where_lines(where) if where else [])))
+    _print_rows(found, flags, driver=q.driver is not None, arch=bool(q.archs))
+
+
+def _print_rows(found: Lookup, flags: LookupFlags, *, driver: bool, arch: bool) -> None:
+    """The table (grouped by torch build, or --wide), the count, the reasons the rest were ruled out."""
+    limit = flags.limit
+    if flags.wide:
+        shown = list(found.valid[:limit] if limit else found.valid)
+        click.echo(wide_table(shown, driver=driver, arch=arch))
+        total, count, unit = len(found.valid), len(shown), "combinations"
     else:
         builds = groups(found.valid)
         rows = builds[:limit] if limit else builds
-        click.echo(grouped_table(builds[:limit] if limit else builds, driver=driver, arch=arch))
-        total, unit = len(builds), f"torch builds ({len(found.valid)} combinations)"
-    more = total - len(rows)
+        click.echo(grouped_table(rows, driver=driver, arch=arch))
+        shown = [g.first for g in rows]
+        total, count, unit = len(builds), len(rows), f"torch builds ({len(found.valid)} combinations)"
+    more = total - count
     click.echo(
         f"\n{total} valid {unit}"
         + (f", {more} more: --limit 0" if more else "")
@@ -61,6 +103,23 @@ def lookup_cmd(ctx: click.Context, /, limit: int, wide: bool, as_json: bool, her
     )
     for reason, count in found.reasons()[:SHOWN_REASONS]:
         click.echo(f"  {count:5d}  {reason}")
+    note = unrecorded_note(shown)
+    if note:
+        click.echo(note)
+
+
+def _where(m: Matrix, found: Lookup, repo: str | None) -> Location:
+    """Where lookup --here's first row can be had (host.locate, as doctor says it)."""
+    from builder.engine import DockerEngine
+    from builder.host.locate import expected_size, locate_recommended
+
+    r = found.valid[0]
+    c = r.combo
+    size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
+    build = best_block(m, r).split("  build:  ", 1)[1].splitlines()[0]
+    return locate_recommended(
+        image_ref(m, r, repo or "torchyard"), build, size, repo=repo, local=engine_lookup(DockerEngine())
+    )
 
 
 def lookup_json(m: Matrix, found: Lookup, limit: int) -> dict[str, Any]:
@@ -70,7 +129,9 @@ def lookup_json(m: Matrix, found: Lookup, limit: int) -> dict[str, Any]:
         "schema": SCHEMA,
         "total": len(found.valid),
         "shown": len(shown),
-        "results": [result_json(f, r) | {"image": image_ref(m, r), "pip": pip_line(r)} for r in shown],
+        "results": [
+            result_json(f, r) | {"image": image_ref(m, r), "pip": pip_line(r)} | verdict_json(r.checks) for r in shown
+        ],
         "rejected": len(found.rejected),
         "reasons": [{"reason": reason, "count": count} for reason, count in found.reasons()],
     }
@@ -85,17 +146,20 @@ def explain_cmd(ctx: click.Context, /, as_json: bool, here: bool, **kwargs: Any)
     """Every rule for the combination lookup picks first (or the nearest candidate), with sources."""
     m = matrix_of(ctx)
     e = explain(m, query_of(m, kwargs, here=here))
+    v = verdict(e.checks, here=here)
     if as_json:
-        emit_json({"schema": SCHEMA} | explanation_json(e))
+        emit_json({"schema": SCHEMA} | explanation_json(e, here=here))
     else:
-        click.echo(f"{e.id}: {'VALID' if e.valid else 'NOT VALID'}")
+        click.echo(f"{e.id}: {v.words}")
         for how in e.pinned:
             click.echo(f"  chosen: {how}")
         for c in e.checks:
-            click.echo(f"  {'PASS' if c.ok else 'FAIL'}  {c.rule:<16} {c.reason}")
+            click.echo(f"  {status_words(c):<11}  {c.rule:<16} {c.reason}")
             if not c.ok:
                 for source in c.sources:
                     if source in m.sources:
-                        click.echo(f"        {'':<16} source: {m.sources[source].url}")
-    if not e.valid:
-        raise SystemExit(1)
+                        click.echo(f"  {'':<11}  {'':<16} source: {m.sources[source].url}")
+        for line in v.unknown:
+            click.echo(f"  to tell: {line}")
+    if v.exit_code:
+        raise SystemExit(v.exit_code)

@@ -14,6 +14,7 @@ from builder.render.tags import image_tags
 from builder.resolve.report import index_url
 from builder.resolve.resolver import Result
 from builder.resolve.rules import ArchSupport, DriverMode
+from builder.resolve.verdict import verdict
 
 _DRIVER_SHORT = {
     DriverMode.FULL: "full",
@@ -74,7 +75,7 @@ def grouped_table(shown: Sequence[Group], *, driver: bool, arch: bool) -> str:
     rows = []
     for g in shown:
         r, v = g.first, g.first.combo.variant
-        row = [r.combo.local_version, str(v.cuda or "-"), str(v.cudnn or "-")]
+        row = [r.combo.local_version + ("*" if r.unrecorded else ""), str(v.cuda or "-"), str(v.cudnn or "-")]
         row += [_DRIVER_SHORT[r.driver_mode] if r.driver_mode else "-"] if driver else []
         row += [code_words(r)] if arch else []
         rows.append([*row, g.pythons, g.oses])
@@ -87,7 +88,8 @@ def wide_table(results: Sequence[Result], *, driver: bool, arch: bool) -> str:
     rows = []
     for r in results:
         v = r.combo.variant
-        row = [r.combo.id, r.combo.local_version, str(r.combo.torch.torchvision), str(r.combo.torch.torchaudio)]
+        row = [r.combo.id + ("*" if r.unrecorded else ""), r.combo.local_version]
+        row += [str(r.combo.torch.torchvision), str(r.combo.torch.torchaudio)]
         row += [str(v.cuda or "-"), str(v.cudnn or "-"), str(v.nccl or ("-" if v.cuda is None else "?"))]
         row += [r.combo.python, r.combo.os.name]
         row += [r.driver_mode.value if r.driver_mode else "-"] if driver else []
@@ -95,6 +97,22 @@ def wide_table(results: Sequence[Result], *, driver: bool, arch: bool) -> str:
             row += [f"{r.arch_support.value} ({r.arch_code.name})" if r.arch_support and r.arch_code else "-"]
         rows.append(row)
     return table(headers, rows)
+
+
+def answer_words(r: Result, *, here: bool = False) -> str:
+    """RUNS, RUNS WITH its conditions, or CANNOT TELL and what to give or record."""
+    v = verdict(r.checks, here=here)
+    return v.words + (": " + "; ".join(v.unknown) if v.unknown else "")
+
+
+def unrecorded_note(shown: Sequence[Result]) -> str | None:
+    """The footnote of the rows marked *: what the matrix lacks to check them (they rank below the rest)."""
+    marked = [r for r in shown if r.unrecorded]
+    if not marked:
+        return None
+    reasons = list(dict.fromkeys(c.reason for r in marked for c in r.unrecorded))
+    more = f"; {len(reasons) - 1} more: explain or --json" if len(reasons) > 1 else ""
+    return f"* cannot tell: {len(marked)} row(s) not fully checked ({reasons[0]}{more})"
 
 
 def image_ref(m: Matrix, r: Result, repo: str = "torchyard") -> str:
@@ -108,7 +126,7 @@ def pip_line(r: Result) -> str:
     return "pip install " + shlex.join(pins + (["--index-url", index] if index else []))
 
 
-def best_block(m: Matrix, r: Result) -> str:
+def best_block(m: Matrix, r: Result, *, here: bool = False) -> str:
     c, v = r.combo, r.combo.variant
     unknown = "not recorded"
     stack = f"CUDA {v.cuda}, cuDNN {v.cudnn or unknown}, NCCL {v.nccl or unknown}" if v.cuda else "CPU only"
@@ -119,6 +137,7 @@ def best_block(m: Matrix, r: Result) -> str:
         lines.append(f"  driver: {r.driver_mode.words}")
     if r.arch_support is not None and r.arch_code is not None:
         lines.append(f"  code:   {r.arch_support.words} ({r.arch_code.name})")
+    lines.append(f"  answer: {answer_words(r, here=here)}")
     flags = ["--torch", str(c.torch.version), "--variant", v.name, "--python", c.python, "--os", c.os.name]
     flags += ["--platform", c.platform.value] if c.platform is not Platform.AMD64 else []
     lines.append(f"  image:  {image_ref(m, r)}")

@@ -80,17 +80,23 @@ def query_of(m: Matrix, kwargs: dict[str, Any], *, here: bool = False) -> Query:
 
 
 def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
-    """The query the flags ask; with `here`, what they leave open comes from this machine (the host probe,
-    as doctor reads it), said in one line on stderr."""
-    if here:
-        from builder.host.probe import fill_from_host, probe
+    """The query the flags ask; with `here`, what they leave open comes from this machine (host_query, the
+    chooser doctor uses: a CPU image where no GPU can be used), said in lines on stderr."""
+    if not here:
+        return parse_query(m, raw)
+    from builder.host.choose import host_query
+    from builder.host.probe import probe
 
-        host = probe(m)
-        raw, notes = fill_from_host(raw, host, m)
-        click.echo(f"torchyard: this machine: {host.describe()}", err=True)
-        for note in notes:
-            click.echo(f"torchyard: {note}", err=True)
-    return parse_query(m, raw)
+    host = probe(m)
+    hq = host_query(m, host, raw)
+    click.echo(f"torchyard: this machine: {host.describe()}", err=True)
+    for note in hq.notes:
+        click.echo(f"torchyard: {note}", err=True)
+    if hq.failing is not None:
+        click.echo(f"torchyard: the driver is installed but fails ({hq.failing}): GPU images: CANNOT TELL", err=True)
+    elif not hq.gpu and hq.query.variant == "cpu":
+        click.echo("torchyard: no GPU the driver can use: answering with CPU images (as doctor does)", err=True)
+    return hq.query
 
 
 def repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field, replace
 
 from builder.core.kinds import Flavor, Strategy
 from builder.core.versions import minor_str
-from builder.host.probe import Host, fill_from_host
+from builder.host.choose import choose_here
+from builder.host.locate import Location
+from builder.host.probe import Host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
 from builder.matrix.model import Matrix
 from builder.render.tags import image_tags
 from builder.resolve.facts import Facts
-from builder.resolve.query import Query, RawQuery, parse_query
+from builder.resolve.query import Query, RawQuery
 from builder.resolve.report import index_url, min_driver
 from builder.resolve.resolver import Result, explain, lookup
 
@@ -44,46 +46,42 @@ class Diagnosis:
     recommended: Recommendation | None = None
     problems: list[Problem] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    location: Location | None = None  # where the recommended image is (host.locate), when it was looked up
 
 
 def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQuery, repo: str) -> Diagnosis:
-    """`wish` narrows the choice (--torch, --python, --os); the machine fills in the rest."""
-    raw, notes = fill_from_host(wish, host, m)
-    q = parse_query(m, raw)
+    """`wish` narrows the choice (--torch, --python, --os); the machine fills in the rest. The combination is
+    host.choose.choose_here's, the one lookup --here, build and render name for this machine too."""
+    choice = choose_here(m, host, wish)
+    hq = choice.here
     fix = "update torchyard (pip install -U torchyard), whose matrix may know it"
-    d = Diagnosis(host, runtime, q, problems=[Problem("gpu", f"{n}: no image can be vouched for", fix) for n in notes])
-    if host.all_gpus and not raw.archs and not raw.gpus:  # every GPU here is newer than the matrix knows
-        d.problems += _why_nothing(m, q)
-        d.recommended = _cpu_fallback(m, q, runtime, repo, d.problems)
-        d.problems += _runtime_problems(host, runtime, d.unchecked)
-        return d
-    if host.all_gpus:
+    d = Diagnosis(
+        host, runtime, hq.query, problems=[Problem("gpu", f"{n}: no image can be vouched for", fix) for n in hq.notes]
+    )
+    if hq.failing is not None:
+        d.problems.append(Problem("driver", hq.failing, _driver_fix(host)))
+        d.unchecked.append(f"GPU checks: the driver is installed but fails ({hq.failing})")
+    elif host.all_gpus:
         d.problems += [Problem("driver", p, _driver_fix(host)) for p in host.reading.problems]
     else:
         d.unchecked.append("GPU checks: " + "; ".join(host.reading.problems or ["no NVIDIA GPU found"]))
-        q = d.query = replace(q, variant="cpu")
-    found = lookup(m, q)
-    if found.valid:
-        d.recommended = _recommend(m, found.valid[0], runtime, repo, gpu=bool(host.all_gpus))
-        d.problems += _newer_out_of_reach(m, q, found.valid[0])
+    gpu = hq.gpu and not choice.fallback
+    if choice.fallback or (host.all_gpus and not hq.gpu and hq.failing is None):
+        d.problems += _why_nothing(m, choice.gpu_query) if choice.fallback else []
+        if choice.result is not None:
+            d.problems.append(_NO_GPU_IMAGE)
+    if choice.result is not None:
+        d.recommended = _recommend(m, choice.result, runtime, repo, gpu=gpu)
+        d.problems += _newer_out_of_reach(m, hq.query, choice.result) if gpu else []
     else:
-        d.problems += _why_nothing(m, q)
-        d.recommended = _cpu_fallback(m, q, runtime, repo, d.problems)
+        d.problems += _why_nothing(m, hq.query)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
     return d
 
 
-def _cpu_fallback(
-    m: Matrix, q: Query, runtime: RuntimeReading | None, repo: str, problems: list[Problem]
-) -> Recommendation | None:
-    """No GPU image runs here: the CPU image still does (it needs no driver), said as a problem of its own."""
-    cpu = lookup(m, replace(q, variant="cpu", archs=(), gpus=(), driver=None, forward_compat=False))
-    if not cpu.valid:
-        return None
-    problems.append(
-        Problem("gpu-image", "no GPU image runs on this machine: recommending the CPU image", "fix the problems above")
-    )
-    return _recommend(m, cpu.valid[0], runtime, repo, gpu=False)
+_NO_GPU_IMAGE = Problem(
+    "gpu-image", "no GPU image runs on this machine: recommending the CPU image", "fix the problems above"
+)
 
 
 def _driver_fix(host: Host) -> str:
@@ -113,27 +111,44 @@ def _recommend(m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, 
 
 
 def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:
-    """The newest torch for these GPUs if the driver were no obstacle, when this driver cannot run it."""
+    """The newest torch for these GPUs if the driver were no obstacle, when this driver cannot run it; "the
+    newest it runs" only when every newer build was refused, not when a newer one could not be checked."""
+    unknown = [r for r in lookup(m, q).valid if r.combo.torch.version > best.combo.torch.version]
+    found = [_unchecked_newer(unknown[0])] if unknown else []
     if q.driver is None or not q.archs:
-        return []
+        return found
     unbound = lookup(m, replace(q, driver=None))
     if not unbound.valid:
-        return []
+        return found
     top = unbound.valid[0].combo
     if top.torch.version == best.combo.torch.version and top.variant.cuda == best.combo.variant.cuda:
-        return []
+        return found
     floor = explain(m, replace(q, torch=None, variant=top.variant.name))
     failed = next((c for c in floor.checks if not c.ok), None)
     cuda = minor_str(top.variant.cuda) if top.variant.cuda else "cpu"
+    newest = ", the newest it runs" if not unknown else ", the newest every check passed for"
+    if best.unrecorded:  # the choice itself could not be fully checked: it may run, nothing more
+        reasons = "; ".join(dict.fromkeys(c.reason for c in best.unrecorded))
+        newest = f", the newest that may run (CANNOT TELL: {reasons})"
     return [
         Problem(
             "driver-cuda",
             f"driver {q.driver} cannot run torch {top.local_version} (CUDA {cuda})"
             + (f": {failed.reason}" if failed else "")
-            + f"; chose torch {best.combo.local_version}, the newest it runs",
+            + f"; chose torch {best.combo.local_version}{newest}",
             f"update the driver (to >= {min_driver(Facts(m), top)}) for the newest builds, or keep the choice above",
-        )
+        ),
+        *found,
     ]
+
+
+def _unchecked_newer(r: Result) -> Problem:
+    reasons = "; ".join(dict.fromkeys(c.reason for c in r.unrecorded))
+    return Problem(
+        "not-recorded",
+        f"torch {r.combo.local_version} is newer and may run here, but it cannot be checked: {reasons}",
+        "record the missing facts in matrix.toml (with their sources), or try it: torchyard inspect IMAGE --here",
+    )
 
 
 _FIXES = {

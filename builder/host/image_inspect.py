@@ -16,10 +16,13 @@ from packaging.version import InvalidVersion, Version
 
 from builder.build.suite import SmokeOptions, run_smoke
 from builder.core.archs import Arch, arch_from
-from builder.core.errors import UsageError
+from builder.core.errors import BuildError, UsageError
 from builder.core.kinds import Platform
 from builder.engine import Engine
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
+from builder.net.http import Http, Policy
+from builder.oci.client import Distribution
+from builder.oci.refs import parse_ref, platform_of
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -33,9 +36,11 @@ from builder.resolve.rules import (
     rule_platform,
     rule_ptx_driver,
 )
+from builder.resolve.rules.check import Missing, not_checked
 from builder.smoke.manifest import Observed
 
 MANIFEST = "/etc/torchyard/manifest.json"
+REGISTRY_TIMEOUT = 20
 RUNTIME_RULES = (rule_platform, rule_driver_gpu, rule_driver_cuda, rule_arch_torch, rule_ptx_driver, rule_cudnn_cuda)
 
 
@@ -54,19 +59,68 @@ class ImageFacts:
     sass: tuple[str, ...] | None  # None: not read
     ptx: tuple[str, ...]
     require_cuda: str | None
+    unread: str | None = None  # what could not be read without pulling the image (read from its registry)
 
 
-def read_facts(engine: Engine, image: str) -> ImageFacts:
+@dataclass(frozen=True)
+class Remote:
+    """How to read an image the local engine does not hold: its registry's config for `platform` (no layer is
+    downloaded), or with `pull`, a pull and the probe."""
+
+    platform: str = "linux/amd64"
+    pull: bool = False
+    client: Distribution | None = None
+
+
+def read_facts(engine: Engine, image: str, remote: Remote | None = None) -> ImageFacts:
     info = engine.inspect(image)
+    if info is None and remote is not None and remote.pull:
+        info = engine.pull(image, None)
     if info is None:
-        raise UsageError(f"inspect: no image {image!r} in the engine (pull or build it first)")
+        return read_remote(image, remote or Remote())
     env = dict(item.partition("=")[::2] for item in info.env)
     require = env.get("NVIDIA_REQUIRE_CUDA") or None
     if info.labels.get("io.torchyard.version"):
         manifest = _manifest(engine, image)
         return _ours(image, info.platform, info.labels, manifest, require)
-    report = run_smoke(engine, image, SmokeOptions(only=("version.", "arch.torch"), timeout=600), in_image=False)
-    return _probed(image, info.platform, report.observed, require)
+    return _probed(image, info.platform, _probe(engine, image), require)
+
+
+def _probe(engine: Engine, image: str) -> Observed:
+    """The smoke suite's version and architecture checks in a container (removed after): one UsageError
+    (exit 2) when the image has no Python or no torch to read."""
+    try:
+        report = run_smoke(engine, image, SmokeOptions(only=("version.", "arch.torch"), timeout=600), in_image=False)
+    except BuildError as exc:
+        if "exited 127 without a report" in str(exc):
+            raise UsageError(f"inspect: no torch in {image} (no Python in it)") from None
+        raise
+    if not report.observed.torch:
+        raise UsageError(f"inspect: no torch in {image} (its Python cannot import torch)")
+    return report.observed
+
+
+def read_remote(image: str, remote: Remote) -> ImageFacts:
+    """The image's config from its registry, by digest (manifest, then config blob: no layer). torchyard's
+    images answer from their labels; any other image says what only a pull could read."""
+    ref = parse_ref(image, "IMAGE")
+    client = remote.client or Distribution(Http(Policy(timeout=REGISTRY_TIMEOUT)))
+    found = client.image(ref.repo, ref.reference, remote.platform)
+    if found is None:
+        raise UsageError(f"inspect: no image {image!r} in the engine nor in its registry")
+    manifest, config = found
+    inner = config.get("config") or {}
+    labels = {str(k): str(v) for k, v in (inner.get("Labels") or {}).items()}
+    env = dict(str(item).partition("=")[::2] for item in inner.get("Env") or [])
+    require = env.get("NVIDIA_REQUIRE_CUDA") or None
+    where = f"{ref.repo.host} by digest {manifest.digest[:19]}, no layer pulled"
+    if labels.get("io.torchyard.version"):
+        facts = _ours(image, platform_of(config), labels, {}, require)
+        return replace(facts, source=f"torchyard labels ({where})")
+    unread = "torch, CUDA, cuDNN, NCCL, Python and the compiled architectures are in its layers: --pull to probe"
+    return ImageFacts(image=image, platform=platform_of(config), source=f"image config ({where})",
+                      combination=None, torch=None, cuda=None, cudnn=None, nccl=None, python=None, os=None,
+                      sass=None, ptx=(), require_cuda=require, unread=unread)  # fmt: skip
 
 
 def _manifest(engine: Engine, image: str) -> dict[str, Any]:
@@ -209,6 +263,9 @@ def judge(m: Matrix, facts: ImageFacts, q: Query) -> list[Check]:
     checks = []
     if q.platform_given and facts.platform != q.platform.value:
         checks.append(Check("platform", False, f"the image is {facts.platform}, the machine {q.platform.value}"))
+    if c is None and facts.unread:
+        checks.append(not_checked("torch", f"not read without a pull ({facts.unread})", (), Missing.INPUT))
+        return checks
     if c is None:
         checks.append(Check("torch", False, f"no torch with a known version and platform in {facts.image}"))
         return checks

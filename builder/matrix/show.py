@@ -213,11 +213,14 @@ def _driver(m: Matrix, name: str) -> dict[str, Any]:
     supported: list[str] = []
     not_supported: list[str] = []
     jetson: list[str] = []
-    for info in (a for a in m.archs if not a.arch.suffix):
+    unrecorded: list[str] = []
+    for info in (a for a in m.archs if not a.arch.suffix and a.renamed_to is None):  # a rename: listed by its new name
         names = [g.lower() for g in (*info.gpus, *info.datacenter_gpus, *info.embedded_gpus)]
         late = info.driver_last_branch is not None and drv.branch > info.driver_last_branch
         if names and all(n in tegra for n in names):
             jetson.append(info.name)  # Jetson runs L4T's own driver, never this one
+        elif not info.driver_min and not late:
+            unrecorded.append(info.name)  # no first driver recorded: neither supported nor refused
         else:
             (supported if meets_floors(drv, info.driver_min) and not late else not_supported).append(info.name)
     return {
@@ -229,6 +232,7 @@ def _driver(m: Matrix, name: str) -> dict[str, Any]:
         "archs": supported,
         "archs_not_supported": not_supported,
         "archs_jetson_l4t": jetson,
+        "archs_not_recorded": unrecorded,
         "note": (branch.note or None) if branch else f"branch {drv.branch} is not in the matrix",
         "sources": list(branch.sources) if branch else [],
     }

@@ -34,6 +34,13 @@ def failure_message(found: Lookup, prefix: str = "no valid combination") -> str:
     return "\n".join(lines)
 
 
+def choose_result(m: Matrix, q: Query) -> Result | None:
+    """Lookup's first row (its ranking: known-good first, then newest torch, ...), or None when nothing is
+    valid: the one ranking every surface that names one combination uses."""
+    found = lookup(m, q)
+    return found.valid[0] if found.valid else None
+
+
 def choose(m: Matrix, q: Query, problem: Callable[[Combination], str | None] | None = None) -> Choice:
     """The best valid combination (with several architectures, one whose torch build runs on every one);
     with `problem`, the best one it finds nothing wrong with (e.g. an nvidia/cuda image exists)."""

@@ -20,6 +20,9 @@ from builder.matrix.model import GpuProduct, Host, Matrix
 _NOISE = frozenset(
     {"nvidia", "geforce", "tesla", "gpu", "laptop", "notebook", "mobile", "pcie", "sxm", "sxm2", "sxm3", "sxm4"}
     | {"sxm5", "sxm6", "nvl", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "graphics", "card", "the", "mig"}
+    # the developer-kit and marketing words around a product name ("Jetson AGX Thor Developer Kit",
+    # "RTX 6000 Ada Generation"): the kit carries the module, the same chip
+    | {"developer", "kit", "devkit", "module", "generation"}
 )
 _MEMORY = re.compile(r"^\d+(gb|g|gib)$", re.ASCII)
 _KIND_ORDER = (GpuClass.CONSUMER, GpuClass.DATACENTER, GpuClass.EMBEDDED)
@@ -112,7 +115,9 @@ def find_gpu(m: Matrix, text: str, flag: str = "--gpu") -> Gpu:
     wanted = tokens(text)
     if not wanted:
         raise UsageError(f"{flag}: {text!r} names no GPU (examples: 'RTX 4090', 'H100', 'Tesla T4')")
-    best = _candidates(m, wanted)
+    level, best = _candidates(m, wanted)
+    if level == 1:  # a listed name plus words that name another product ("RTX 4090 Ti"): never mapped silently
+        raise UsageError(f"{flag}: {text!r} is not a GPU the matrix knows{_did_you_mean(best)}")
     archs = {k.gpu.arch for k in best}
     if len(archs) == 1:  # the closest name; between equals, the card people mean more often (consumer first)
         return min(best, key=lambda k: (len(k.words), _KIND_ORDER.index(k.gpu.kind), k.gpu.name)).gpu
@@ -126,15 +131,21 @@ def find_gpu(m: Matrix, text: str, flag: str = "--gpu") -> Gpu:
     )
 
 
-def _candidates(m: Matrix, wanted: tuple[str, ...]) -> list[_Known]:
+def _candidates(m: Matrix, wanted: tuple[str, ...]) -> tuple[int, list[_Known]]:
     """The same name where there is one; else every name it partly fits (its model number, or some of its
-    words), so that "RTX 4000" sees both Quadro RTX 4000 and RTX 4000 Ada; else a listed name plus words."""
+    words), so that "RTX 4000" sees both Quadro RTX 4000 and RTX 4000 Ada; else a listed name plus words
+    (level 1: a suggestion, not an answer)."""
     scored = [(_level(wanted, k), k) for k in catalogue(m)]
     for levels in ((4,), (3, 2), (1,)):
         found = [k for level, k in scored if level in levels]
         if found:
-            return found
-    return []
+            return levels[0], found
+    return 0, []
+
+
+def _did_you_mean(near: list[_Known]) -> str:
+    names = sorted({f"{k.gpu.name!r} ({k.gpu.arch.name})" for k in near})
+    return f" (did you mean {' or '.join(names[:3])}?)"
 
 
 def _closest(m: Matrix, wanted: tuple[str, ...]) -> str:

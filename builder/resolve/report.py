@@ -8,6 +8,8 @@ from builder.core.versions import minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.resolver import Explanation, Result
+from builder.resolve.rules.check import Check
+from builder.resolve.verdict import check_json, verdict
 
 
 def index_url(c: Combination) -> str | None:
@@ -51,10 +53,16 @@ def result_json(f: Facts, r: Result) -> dict[str, Any]:
     return data
 
 
-def explanation_json(e: Explanation) -> dict[str, Any]:
+def verdict_json(checks: tuple[Check, ...], *, here: bool = False) -> dict[str, Any]:
+    v = verdict(checks, here=here)
+    return {"verdict": v.answer.value, "conditions": list(v.conditions), "to_tell": list(v.unknown)}
+
+
+def explanation_json(e: Explanation, *, here: bool = False) -> dict[str, Any]:
     return {
         "id": e.id,
         "valid": e.valid,
+        **verdict_json(e.checks, here=here),
         "pinned": list(e.pinned),
-        "checks": [{"rule": c.rule, "ok": c.ok, "reason": c.reason, "sources": list(c.sources)} for c in e.checks],
+        "checks": [check_json(c) for c in e.checks],
     }

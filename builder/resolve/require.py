@@ -13,7 +13,7 @@ from builder.core.kinds import GpuClass
 from builder.core.versions import Driver, driver_version
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import Gpu
-from builder.resolve.rules.check import Check
+from builder.resolve.rules.check import Check, Missing, not_checked
 
 _CONDITION = re.compile(r"^(cuda|driver|brand)(>=|<=|=|<|>)([A-Za-z0-9.]+)$", re.ASCII)
 SOURCES = ("container-toolkit", "nvidia-cuda-images")
@@ -36,7 +36,10 @@ def rule_container_start(f: Facts, driver: Driver | None, gpus: tuple[Gpu, ...],
     if not require:
         return Check("container-start", True, "the image sets no NVIDIA_REQUIRE_CUDA: no start check", SOURCES)
     if driver is None:
-        return Check("container-start", True, f"no --driver given (the image requires {require})", SOURCES)
+        return not_checked(
+            "container-start", f"no driver given (the image requires {require})", SOURCES, Missing.INPUT,
+            f"a driver that meets NVIDIA_REQUIRE_CUDA {require.split()[0]}",
+        )  # fmt: skip
     reported = f.reported_cuda(driver)
     if reported is None:
         return Check("container-start", False, f"driver branch {driver.branch} is not in the matrix", SOURCES)

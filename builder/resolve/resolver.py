@@ -11,6 +11,7 @@ from builder.resolve.combos import Combination, enumerate_combinations, selected
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
 from builder.resolve.rules import COMBO_RULES, VARIANT_RULES, ArchSupport, Check, DriverMode, driver_mode, worst_support
+from builder.resolve.rules.check import Missing
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,11 @@ class Result:
     @property
     def first_failure(self) -> Check | None:
         return next((check for check in self.checks if not check.ok), None)
+
+    @property
+    def unrecorded(self) -> tuple[Check, ...]:
+        """The rules not checked because the matrix lacks a fact (lookup ranks these below known-good ones)."""
+        return tuple(c for c in self.checks if c.missing is Missing.FACT)
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,8 @@ def _py(version: str) -> tuple[int, ...]:
 
 
 def rank_key(m: Matrix, q: Query, r: Result) -> tuple[object, ...]:
-    """Newest torch; then the newest CUDA the driver runs at full level (PyPI's default when no driver
+    """A combination every rule could check before one with facts not recorded; then newest torch; the newest
+    CUDA the driver runs at full level (PyPI's default when no driver
     is given); native code over compatible over PTX; the OS's own Python; matrix order of OS bases."""
     c = r.combo
     cuda = c.variant.cuda.release if c.variant.cuda is not None else (-1,)
@@ -105,6 +112,7 @@ def rank_key(m: Matrix, q: Query, r: Result) -> tuple[object, ...]:
     os_index = [o.name for o in m.os].index(c.os.name)
     neg_py = tuple(-p for p in _py(c.python))
     return (
+        1 if r.unrecorded else 0,
         tuple(-p for p in c.torch.version.release),
         _MODE_RANK[r.driver_mode],
         default_first,

@@ -70,7 +70,7 @@ def _image(m: Matrix, item: Item, repo: str) -> dict[str, Any]:
         "flavor": item.flavor.value,
         "tag": f"{repo}:{tags.immutable}",
         "aliases": [f"{repo}:{alias}" for alias in tags.aliases],
-        "run": f"docker run{gpus} --rm -it {repo}:{tags.immutable}",
+        "run": f"docker run{gpus} --rm -it --ipc=host {repo}:{tags.immutable}",  # as doctor's: DataLoader, NCCL
         "torch": item.combo.local_version,
         "python": item.combo.python,
         "os": item.combo.os.name,

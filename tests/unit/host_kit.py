@@ -119,3 +119,10 @@ RTX3090_PCI = (
 # A 470 driver's nvidia-smi has no compute_cap field (exit 2), then answers without it.
 T4_470_NO_CC = 'Field "compute_cap" is not a valid field to query.\n'
 T4_470 = "0, Tesla T4, 15360, 470.82.01, [N/A]\n"
+
+# The recorded hosts every surface must agree on (issue 18): nvidia-smi's query output on each.
+H100X2_570 = H100X2_550.replace("550.54.15", "570.124.06")
+RTX5090_575 = "0, NVIDIA GeForce RTX 5090, 12.0, 32607, 575.57.08, [N/A]\n"
+# A 470 driver's nvidia-smi has no compute_cap field: the architecture comes from the name.
+P100_470 = "0, Tesla P100-PCIE-16GB, 16280, 470.82.01, Disabled\n"
+A10_580 = "0, NVIDIA A10, 8.6, 23028, 580.65.06, Disabled\n"

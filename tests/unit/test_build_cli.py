@@ -117,7 +117,7 @@ def test_dry_run_prints_the_plan_and_builds_nothing(cli: Cli, engines: Engines, 
     assert (r.code, r.err) == (0, "")
     assert r.out.splitlines() == [
         f"chose {IDENT} (the best of 1 valid combinations)",
-        f"Dockerfile: {out}/Dockerfile (sha256 {p.dockerfile_sha256[:16]}...)",
+        f"Dockerfile: {out}/Dockerfile when built (sha256 {p.dockerfile_sha256[:16]}...; not written)",
         f"content hash: {p.content_hash}",
         *_target_lines(p, "runtime", out, push=True),
         *_target_lines(p, "devel", out, push=True),
@@ -136,7 +136,7 @@ def test_dry_run_names_the_secrets_and_never_their_content(cli: Cli, engines: En
     assert (r.code, r.err) == (0, "")
     assert r.out.splitlines() == [
         f"chose {IDENT} (the best of 1 valid combinations)",
-        f"Dockerfile: {out}/Dockerfile (sha256 {p.dockerfile_sha256[:16]}...)",
+        f"Dockerfile: {out}/Dockerfile when built (sha256 {p.dockerfile_sha256[:16]}...; not written)",
         f"content hash: {p.content_hash}",
         "network: CA bundle from --ca-bundle",
         "network: pip index from --pip-index-url",

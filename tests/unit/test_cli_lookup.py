@@ -57,6 +57,7 @@ def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
         "  id:     torch2.5.1-cu121-py3.11-debian12\n"
         "  driver: runs at full level\n"
         "  code:   runs older-minor code (sm_86)\n"
+        "  answer: RUNS\n"
         "  image:  torchyard:2.5.1-cuda12.1-cudnn9-py3.11-debian12-runtime\n"
         "  build:  torchyard build --torch 2.5.1 --variant cu121 --python 3.11 --os debian12\n"
         "  pip:    pip install torch==2.5.1 torchvision==0.20.1 torchaudio==2.5.1"
@@ -70,7 +71,7 @@ def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
         "3 valid torch builds (3 combinations); 0 combinations ruled out.\n"
     )
     wide = cli("lookup", *flags, "--wide")
-    assert wide.out.splitlines()[8].startswith(
+    assert wide.out.splitlines()[9].startswith(
         "ID                                TORCH        VISION  AUDIO  CUDA  CUDNN"
     )
     assert "torch2.5.1-cu124-py3.11-debian12  2.5.1+cu124  0.20.1  2.5.1  12.4  9.1.0.70  2.21.5" in wide.out
@@ -113,7 +114,8 @@ def test_lookup_json_contract(cli: Cli) -> None:
     r = cli("lookup", "--driver", "535", "--gpu", "RTX 4090", "--torch", "2.5.1", "--variant", "cu124", "--json")
     assert r.code == 0
     data = r.json()
-    assert (data["schema"], data["total"], data["shown"]) == (1, len(data["results"]), len(data["results"]))
+    assert (data["schema"], data["total"], data["shown"]) == (2, len(data["results"]), len(data["results"]))
+    assert data["results"][0]["verdict"] == "runs"  # driver, GPU and every fact given: checked
     rows = data["results"]
     first = rows[0]
     assert {
@@ -149,9 +151,12 @@ def test_lookup_json_without_arch_has_no_arch_support(cli: Cli) -> None:
     rows = cli("lookup", "--torch", "2.15.0", "--json", "--limit", "0").json()["results"]
     assert rows and all("arch_support" not in row for row in rows)
     assert all(row["driver_mode"] is None for row in rows)  # no --driver given
-    # 2.15.0+cu130 has no recorded cuDNN, and an unknown fact fails its rule rather than pass.
-    assert {row["variant"] for row in rows} == {"cu132", "cpu"}
+    # 2.15.0+cu130 has no recorded cuDNN: not refused, not passed; it ranks after every checked row
+    assert {row["variant"] for row in rows} == {"cu132", "cu130", "cpu"}
     assert rows[0]["variant"] == "cu132"  # the PyPI default first when no driver is given
+    assert rows[-1]["variant"] == "cu130" and rows[-1]["verdict"] == "cannot-tell"
+    assert any("the cuDNN of torch 2.15.0+cu130 is not recorded" in line for line in rows[-1]["to_tell"])
+    assert rows[0]["verdict"] == "runs-with" and "driver >= 580.65.06" in rows[0]["conditions"]
 
 
 def test_lookup_json_cpu_variant_only_when_asked(cli: Cli) -> None:
@@ -179,7 +184,7 @@ def test_explain_valid_combination(cli: Cli) -> None:
     r = cli("explain", "--driver", "550.54.15", "--gpu", "RTX 4090", "--torch", "2.5.1", "--os", "ubuntu22.04")
     assert r.code == 0
     lines = r.out.splitlines()
-    assert lines[0] == "torch2.5.1-cu124-py3.10-ubuntu22.04: VALID"
+    assert lines[0] == "torch2.5.1-cu124-py3.10-ubuntu22.04: RUNS"
     assert lines[1] == "  chosen: the best of 3 valid combinations for these flags (lookup's first row)"
     assert sum(line.startswith("  PASS  ") for line in lines) == 12
 
@@ -189,8 +194,8 @@ def test_explain_invalid_combination_exits_1_with_sources(cli: Cli) -> None:
     assert r.code == 1
     assert r.err == ""
     assert (
-        "  FAIL  driver-cuda      driver 570 (any 570.x, read as the newest): every CUDA 13 build needs >= 580.65.06"
-        in r.out.splitlines()
+        "  FAIL         driver-cuda      driver 570 (any 570.x, read as the newest): every CUDA 13 build needs >= "
+        "580.65.06" in r.out.splitlines()
     )
     assert "source: https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html" in r.out
 
@@ -200,9 +205,13 @@ def test_explain_json_contract(cli: Cli) -> None:
     assert r.code == 1
     data = r.json()
     assert data["valid"] is False
-    assert all({"rule", "ok", "reason"} <= set(check) for check in data["checks"])
-    failed = {c["rule"] for c in data["checks"] if not c["ok"]}
+    assert all({"rule", "status", "ok", "reason"} <= set(check) for check in data["checks"])
+    failed = {c["rule"] for c in data["checks"] if c["status"] == "fail"}
     assert failed == {"arch-torch", "cudnn-arch"}  # no sm_70 SASS; cuDNN 9.17 starts at sm_75
+    unchecked = {c["rule"] for c in data["checks"] if c["status"] == "not-checked"}
+    assert unchecked == {"driver-gpu", "driver-cuda", "cudnn-cuda"}  # no --driver given: not passed
+    assert all(c["ok"] is None for c in data["checks"] if c["status"] == "not-checked")
+    assert data["verdict"] == "will-not-run"
 
 
 @pytest.mark.parametrize("command", ["lookup", "explain"])
@@ -234,7 +243,7 @@ def test_show_cuda_lists_images_with_their_cudnn_and_forward_compat_branches(cli
     [
         ("535", "12.2", [11, 12], "sm_89", "sm_120"),
         ("590.48.01", "13.1", [11, 12, 13], "sm_120", "sm_70"),
-        ("470", "11.4", [11], "sm_37", "sm_89"),
+        ("470", "11.4", [11], "sm_80", "sm_89"),
     ],
 )
 def test_show_driver(cli: Cli, driver: str, reports: str, majors: list[int], supported: str, dropped: str) -> None:
@@ -243,6 +252,9 @@ def test_show_driver(cli: Cli, driver: str, reports: str, majors: list[int], sup
     assert supported in data["archs"]
     assert dropped in data["archs_not_supported"]
     assert "sm_87" in data["archs_jetson_l4t"]
+    # an architecture without a recorded first driver is neither supported nor refused (sm_110 needs CUDA 13)
+    assert "sm_110" not in data["archs"] and "sm_110" not in data["archs_not_supported"]
+    assert set(data["archs_not_recorded"]).isdisjoint(data["archs"])
 
 
 def test_show_torch_has_the_platforms_and_what_is_not_recorded(cli: Cli) -> None:

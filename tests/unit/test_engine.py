@@ -177,6 +177,11 @@ class FakeContainer:
     removed: bool = False
     killed: bool = False
     attrs: dict[str, Any] = field(default_factory=dict)
+    start_error: Exception | None = None
+
+    def start(self) -> None:
+        if self.start_error is not None:
+            raise self.start_error
 
     def reload(self) -> None:
         if self.fail_reload is not None:
@@ -198,10 +203,11 @@ class FakeContainers:
     def __init__(self, client: FakeClient) -> None:
         self.client = client
 
-    def run(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
+    def create(self, image: str, command: list[str], **kwargs: Any) -> FakeContainer:
         self.client.started.append((image, command, kwargs))
-        if self.client.start_error is not None:
-            raise self.client.start_error
+        if self.client.create_error is not None:
+            raise self.client.create_error
+        self.client.container.start_error = self.client.start_error
         return self.client.container
 
 
@@ -222,7 +228,8 @@ class FakeClient:
     images: dict[str, Any] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     container: FakeContainer = field(default_factory=FakeContainer)
-    start_error: Exception | None = None
+    start_error: Exception | None = None  # at start: the container was created (and must be removed)
+    create_error: Exception | None = None
     started: list[tuple[str, list[str], dict[str, Any]]] = field(default_factory=list)
     push_events: list[dict[str, Any]] = field(default_factory=list)
     pushes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -547,7 +554,7 @@ def test_run_removes_its_container_and_returns_the_exit_code(monkeypatch: pytest
         "/tmp/out": {"bind": "/torchyard-out", "mode": "rw"},
         "/src/smoke": {"bind": "/opt/smoke", "mode": "ro"},
     }
-    assert (kwargs["network_mode"], kwargs["detach"], kwargs["user"]) == ("none", True, "1000")
+    assert (kwargs["network_mode"], kwargs["user"]) == ("none", "1000")
     [request] = kwargs["device_requests"]
     assert (request["Count"], request["Capabilities"]) == (-1, [["gpu"]])
 
@@ -577,11 +584,28 @@ def test_ctrl_c_while_a_container_runs_still_removes_it(monkeypatch: pytest.Monk
     assert client.container.removed
 
 
-def test_a_container_that_cannot_start_is_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    client = FakeClient(start_error=docker.errors.ImageNotFound("No such image: img:nope"))
+def test_a_container_that_cannot_be_created_is_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(create_error=docker.errors.ImageNotFound("No such image: img:nope"))
     sdk(monkeypatch, client)
-    with pytest.raises(EngineError, match=r"^could not start a container from img:nope: No such image: img:nope$"):
+    with pytest.raises(EngineError, match=r"^could not create a container from img:nope: No such image: img:nope$"):
         DockerEngine().run("img:nope", ["python"])
+
+
+def test_a_container_that_cannot_start_is_removed_and_an_engine_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(start_error=docker.errors.APIError("400 Client Error: Bad Request (cgroup trouble)"))
+    sdk(monkeypatch, client)
+    with pytest.raises(EngineError, match=r"^could not start a container from img:1: 400 Client Error"):
+        DockerEngine().run("img:1", ["python"])
+    assert client.container.removed  # created, not started: still removed
+
+
+def test_a_missing_executable_is_exit_127_and_the_container_is_removed(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = 'OCI runtime create failed: exec: "python": executable file not found in $PATH'
+    client = FakeClient(start_error=docker.errors.APIError(error))
+    sdk(monkeypatch, client)
+    result = DockerEngine().run("img:1", ["python"])
+    assert result.exit_code == 127 and "executable file not found" in result.output
+    assert client.container.removed
 
 
 def test_inspect_of_a_missing_image_is_none(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,11 +16,13 @@ import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
 import builder.engine
+import builder.host.image_inspect
 import builder.publish.run
 from builder.cli.main import main
 from builder.core.errors import EngineError, Interrupted, PushError
 from builder.core.kinds import Status
 from builder.publish.run import ItemResult, Report
+from builder.resolve.verdict import CANNOT_TELL_EXIT
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
@@ -50,6 +52,20 @@ def _fake(monkeypatch: pytest.MonkeyPatch, **knobs: object) -> FakeEngine:
 def engine(**knobs: object) -> Setup:
     def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
         _fake(monkeypatch, **knobs)
+
+    return setup
+
+
+def no_such_image() -> Setup:
+    """Neither the engine nor the image's registry has it (the registry answers: no such manifest)."""
+
+    class Absent:
+        def image(self, repo: object, reference: str, platform: str) -> None:
+            return None
+
+    def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+        _fake(monkeypatch)
+        monkeypatch.setattr(builder.host.image_inspect, "Distribution", lambda http: Absent())
 
     return setup
 
@@ -113,7 +129,8 @@ CASES = [
     Case("build interrupted", ("build", *PIN, "-o", "@out"), 130, engine(fail_build=Interrupted("interrupted"))),
     Case("smoke bad image", ("smoke", "Upper/Case"), 2),
     Case("smoke no engine", ("smoke", "img:1"), 3, engine(info_error=EngineError("no Docker engine"))),
-    Case("inspect missing image", ("inspect", "nope:1"), 2, engine()),
+    Case("inspect missing image", ("inspect", "nope:1"), 2, no_such_image()),
+    Case("inspect registry unreachable", ("inspect", "127.0.0.1:1/nope:1"), 5, engine()),
     Case("publish bad jobs", ("publish", "--jobs", "0"), 2),
     Case("publish an image failed", ("publish", "--no-push", "-o", "@out"), 4, publish_result("failed")),
     Case("publish all built", ("publish", "--no-push", "-o", "@out"), 0, publish_result("built")),
@@ -155,4 +172,4 @@ def test_exit_code(
 def test_the_readme_table_lists_every_code_the_cases_give() -> None:
     text = README.read_text()
     listed = {int(code) for code in re.findall(r"^\| (\d+) \|", text, flags=re.M)}
-    assert {c.code for c in CASES} | {70} == listed
+    assert {c.code for c in CASES} | {70, CANNOT_TELL_EXIT} == listed  # 6: explain/inspect, tests/unit/test_one_chooser

@@ -80,3 +80,27 @@ def test_hosts_and_product_floors_come_with_the_gpu() -> None:
 def test_noise_words_and_memory_sizes_are_dropped() -> None:
     assert tokens("NVIDIA A100-SXM4-80GB") == ("a100",)
     assert tokens("NVIDIA GeForce RTX 4090 Laptop GPU") == ("rtx", "4090")
+
+
+@pytest.mark.parametrize(
+    ("typed", "suggested"),
+    [("RTX 4090 Ti", "'GeForce RTX 4090' (sm_89)"), ("H100 Super", "'NVIDIA H100' (sm_90)")],
+)
+def test_a_product_that_does_not_exist_is_refused_with_a_suggestion(typed: str, suggested: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        find_gpu(M, typed)
+    assert str(caught.value) == f"--gpu: {typed!r} is not a GPU the matrix knows (did you mean {suggested}?)"
+
+
+@pytest.mark.parametrize(
+    ("typed", "arch"),
+    [
+        ("Jetson AGX Orin Developer Kit", "sm_87"),
+        ("NVIDIA Jetson AGX Thor Developer Kit", "sm_110"),
+        ("Jetson Thor", "sm_110"),
+        ("Quadro RTX 6000", "sm_75"),
+        ("NVIDIA RTX A6000", "sm_86"),
+    ],
+)
+def test_names_people_type_resolve_to_the_same_architecture(typed: str, arch: str) -> None:
+    assert find_gpu(M, typed).arch.name == arch

@@ -7,16 +7,22 @@ import json
 
 import pytest
 from fake_engine import Contents, FakeEngine
+from host_kit import SMI_BROKEN, machine
 from matrix_kit import query, real
 
 import builder.engine
+import builder.host.image_inspect
 from builder.cli.main import main
 from builder.core.versions import parse_driver
 from builder.engine import ImageInfo
-from builder.host.image_inspect import judge, read_facts
+from builder.host.image_inspect import Remote, judge, read_facts
+from builder.oci.client import Manifest
+from builder.oci.refs import RepoRef
 from builder.resolve.facts import Facts
 from builder.resolve.require import rule_container_start
 from builder.resolve.resolver import lookup
+from builder.resolve.rules.check import Status
+from builder.resolve.verdict import Answer, verdict
 
 M = real()
 F = Facts(M)
@@ -140,9 +146,13 @@ def test_require_cuda_alternatives(driver: str, gpu: str, ok: bool) -> None:
     assert rule_container_start(F, q.driver, q.gpus, REQUIRE_124).ok is ok
 
 
-def test_require_cuda_without_a_driver_or_a_requirement_passes() -> None:
-    assert rule_container_start(F, None, (), "cuda>=13.0").ok
-    assert rule_container_start(F, parse_driver("535"), (), None).ok
+def test_require_cuda_without_a_driver_is_not_checked_and_without_a_requirement_passes() -> None:
+    unasked = rule_container_start(F, None, (), "cuda>=13.0")
+    assert (
+        unasked.status is Status.NOT_CHECKED
+        and unasked.condition == "a driver that meets NVIDIA_REQUIRE_CUDA cuda>=13.0"
+    )
+    assert rule_container_start(F, parse_driver("535"), (), None).passed
 
 
 def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
@@ -154,10 +164,71 @@ def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
         main(["inspect", FOREIGN, "--driver", "530", "--gpu", "RTX 4090", "--json"])
     assert exit_.value.code == 1
     data = json.loads(capsys.readouterr().out)
-    assert (data["schema"], data["torch"], data["runs"]) == (1, "2.5.1+cu124", False)
+    assert (data["schema"], data["torch"], data["runs"]) == (2, "2.5.1+cu124", False)
+    monkeypatch.setattr(builder.host.image_inspect, "Distribution", lambda http: FakeRegistry(None))
     with pytest.raises(SystemExit) as exit_:
         main(["inspect", "nope:latest"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
-        "torchyard: error: inspect: no image 'nope:latest' in the engine (pull or build it first)\n"
+        "torchyard: error: inspect: no image 'nope:latest' in the engine nor in its registry\n"
     )
+
+
+@pytest.mark.parametrize("smi", [None, "broken"], ids=["no-driver", "driver-failing"])
+def test_inspect_here_without_a_working_driver_never_says_runs(
+    smi: str | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import builder.host.probe
+    from builder.core import env
+
+    system = machine(SMI_BROKEN, smi_code=9, driver="535.104.05") if smi else machine(None, toolkit=False)
+    monkeypatch.delenv(env.ANY_HOST, raising=False)
+    monkeypatch.setattr(builder.host.probe, "RealSystem", lambda: system)
+    monkeypatch.setattr(builder.engine, "DockerEngine", foreign)
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", FOREIGN, "--here"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 6
+    assert ": CANNOT TELL" in out and "RUNS" not in out
+    assert "  NOT CHECKED  driver-cuda      no driver given" in out.splitlines()
+
+
+class FakeRegistry:
+    """The registry client's one read inspect makes: the manifest and config of a tag for a platform."""
+
+    def __init__(self, config: dict[str, object] | None) -> None:
+        self.config = config
+        self.asked: list[tuple[str, str, str]] = []
+
+    def image(self, repo: RepoRef, reference: str, platform: str) -> tuple[Manifest, dict[str, object]] | None:
+        self.asked.append((str(repo), reference, platform))
+        if self.config is None:
+            return None
+        return Manifest("application/vnd.oci.image.manifest.v1+json", "sha256:" + "a" * 64, b"{}", {}), self.config
+
+
+def _config(labels: dict[str, str], env: list[str]) -> dict[str, object]:
+    return {"os": "linux", "architecture": "amd64", "config": {"Labels": labels, "Env": env}}
+
+
+def test_an_image_only_in_a_registry_is_read_from_its_config_without_a_pull() -> None:
+    r = lookup(M, query(M, torch="2.14.1", variant="cu130", python="3.11", os="debian12")).valid[0]
+    values = {"version": "0.1.0", "combination": r.combo.id, "torch": "2.14.1+cu130", "cuda": "13.0"}
+    labels = {f"io.torchyard.{k}": v for k, v in (values | {"python": "3.11", "os": "debian12"}).items()}
+    registry = FakeRegistry(_config(labels, ["NVIDIA_REQUIRE_CUDA=cuda>=13.0"]))
+    empty = FakeEngine({})
+    facts = read_facts(empty, "127.0.0.1:5000/team/t:1", Remote(platform="linux/amd64", client=registry))  # type: ignore[arg-type]
+    assert registry.asked == [("127.0.0.1:5000/team/t", "1", "linux/amd64")]
+    assert (facts.combination, facts.torch, facts.require_cuda) == (r.combo.id, "2.14.1+cu130", "cuda>=13.0")
+    assert facts.source.startswith("torchyard labels (127.0.0.1:5000 by digest sha256:aaaa")
+    assert all(c.passed for c in judge(M, facts, query(M, driver="580.65.06", gpu="RTX 4090")))
+    assert not [c for c in empty.calls if c.op == "pull"] and empty.images == {}
+
+
+def test_a_foreign_image_in_a_registry_says_what_only_a_pull_reads() -> None:
+    registry = FakeRegistry(_config({}, [f"NVIDIA_REQUIRE_CUDA={REQUIRE_124}"]))
+    facts = read_facts(FakeEngine({}), FOREIGN, Remote(client=registry))  # type: ignore[arg-type]
+    assert facts.torch is None and facts.unread is not None and "--pull" in facts.unread
+    checks = judge(M, facts, query(M, driver="580.65.06", gpu="RTX 4090"))
+    assert [c.status for c in checks] == [Status.NOT_CHECKED]
+    assert verdict(checks).answer is Answer.CANNOT_TELL

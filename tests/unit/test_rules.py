@@ -18,6 +18,7 @@ from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.resolver import explain, lookup
 from builder.resolve.rules import ArchSupport, DriverMode, arch_support, driver_mode
+from builder.resolve.rules.check import Missing, Status
 
 M = real()
 F = Facts(M)
@@ -174,9 +175,11 @@ def test_sm_120_has_no_runnable_code_in_any_torch_2_6_build() -> None:
     gpu_builds = [v for v in release.variants if not v.is_cpu]
     assert {v.name for v in gpu_builds} == {"cu118", "cu124", "cu126"}
     for variant in gpu_builds:
-        assert not rules.rule_arch_torch(F, q, combo(M, "2.6.0", variant.name)).ok, variant.name
+        check = rules.rule_arch_torch(F, q, combo(M, "2.6.0", variant.name))
+        # cu118's list is not recorded: not a refusal, not a pass
+        assert check.status is (Status.NOT_CHECKED if variant.name == "cu118" else Status.FAIL), variant.name
     assert lookup(M, q).valid  # ... while newer builds do run on it
-    assert lookup(M, query(M, gpu="RTX 5090", torch="2.6")).valid == ()
+    assert lookup(M, query(M, gpu="RTX 5090", torch="2.6")).valid == ()  # cu118: CUDA 11.8 cannot target sm_120
 
 
 def test_sm_120_is_native_from_the_cu128_builds() -> None:
@@ -210,10 +213,10 @@ def test_v100_is_in_no_2_7_cu128_and_no_cu130_build() -> None:
     assert not rules.rule_arch_torch(F, q, combo(M, "2.11.0", "cu128")).ok
 
 
-def test_unrecorded_arch_list_fails_rather_than_passes() -> None:
-    # §3d: the 2.6 cu118 list is [U]; the matrix leaves it out, so no GPU is claimed to run it.
+def test_unrecorded_arch_list_is_not_checked_rather_than_passed() -> None:
+    # §3d: the 2.6 cu118 list is [U]; the matrix leaves it out, so no GPU is claimed to run it (nor refused).
     check = rules.rule_arch_torch(F, query(M, arch="sm_86"), combo(M, "2.6.0", "cu118"))
-    assert not check.ok
+    assert check.status is Status.NOT_CHECKED and check.missing is Missing.FACT and not check.passed
     assert check.reason == "the compiled architectures of torch 2.6.0+cu118 are not recorded (no source)"
 
 
@@ -282,7 +285,7 @@ def test_builds_without_ptx_serve_no_newer_gpu() -> None:
 def test_ptx_rule_is_silent_when_sass_serves_the_gpu() -> None:
     check = rules.rule_ptx_driver(F, query(M, driver="570.124.06", arch="sm_120"), combo(M, "2.8.0", "cu129"))
     assert check.ok
-    assert check.reason == "no PTX JIT involved"
+    assert check.reason == "no PTX JIT involved: the build has SASS for the GPU"
 
 
 # --- arch-cuda (§2: first/last nvcc per arch) -------------------------------------------------------------
@@ -321,9 +324,11 @@ def test_a_toolkit_older_than_the_gpu_generation_cannot_serve_it() -> None:
 
 
 def test_cudnn_9_1_has_a_cuda_12_build() -> None:
-    check = rules.rule_cudnn_cuda(F, Query(), combo(M, "2.5.1", "cu124"))
-    assert check.ok
+    check = rules.rule_cudnn_cuda(F, query(M, driver="550"), combo(M, "2.5.1", "cu124"))
+    assert check.passed
     assert check.reason.startswith("cuDNN 9.1.0.70 has a CUDA 12 build")
+    unasked = rules.rule_cudnn_cuda(F, Query(), combo(M, "2.5.1", "cu124"))
+    assert unasked.status is Status.NOT_CHECKED and unasked.condition == "driver >= 525.60.13"
 
 
 def test_cudnn_for_cuda_13_needs_the_580_driver() -> None:
@@ -340,11 +345,11 @@ def test_forward_compat_brings_its_own_user_mode_driver_for_cudnn() -> None:
     assert lookup(M, query(M, driver="570", gpu="H100", forward_compat=True, variant="cu130")).valid
 
 
-def test_unrecorded_cudnn_fails_rather_than_passes() -> None:
+def test_unrecorded_cudnn_is_not_checked_rather_than_passed() -> None:
     # §3a/3b: only the PyPI cu132 wheel of 2.15 was inspected; the cu130 cuDNN is unknown.
     check = rules.rule_cudnn_cuda(F, Query(), combo(M, "2.15.0", "cu130"))
-    assert not check.ok
-    assert check.reason == "the cuDNN of torch 2.15.0+cu130 is not recorded (no source)"
+    assert check.status is Status.NOT_CHECKED and check.missing is Missing.FACT
+    assert check.reason == "the cuDNN of torch 2.15.0+cu130 is not recorded"
 
 
 def test_cudnn_without_a_build_for_the_variants_cuda_major() -> None:
@@ -383,9 +388,17 @@ def test_cudnn_9_10_serves_gb10_through_the_sm_120_code() -> None:
     assert check.ok
 
 
-def test_cudnn_arch_with_unrecorded_cudnn_fails() -> None:
+def test_cudnn_arch_with_unrecorded_cudnn_is_not_checked() -> None:
     check = rules.rule_cudnn_arch(F, query(M, arch="sm_90"), combo(M, "2.15.0", "cu130"))
-    assert not check.ok
+    assert check.status is Status.NOT_CHECKED and check.missing is Missing.FACT
+
+
+def test_cudnn_range_without_bounds_is_not_reported_as_covered() -> None:
+    # a range with only its lower bound: "covers sm_86 (range 5.0..?)" was a pass it never checked
+    m = small(edit(BASE, 'max_arch = "9.0"\n', ""))
+    check = rules.rule_cudnn_arch(Facts(m), query(m, arch="sm_86"), combo(m, "2.5.1", "cu124"))
+    assert check.status is Status.NOT_CHECKED and "range is not recorded" in check.reason
+    assert rules.rule_cudnn_arch(F, query(M, arch="sm_86"), combo(M, "2.5.1", "cu124")).passed
 
 
 # --- python-torch (§3a: PyPI wheel tags) ------------------------------------------------------------------
@@ -460,11 +473,11 @@ def test_manylinux_glibc_floors(tag: str, floor: str) -> None:
     assert Facts.glibc_floor(tag) == Version(floor)
 
 
-def test_unknown_platform_tag_fails() -> None:
+def test_unknown_platform_tag_is_not_checked() -> None:
     m = small(edit(BASE, 'platform_tag = "manylinux1_x86_64"', 'platform_tag = "musllinux_1_2_x86_64"'))
     check = rules.rule_glibc_os(Facts(m), Query(), combo(m, "2.5.1", "cu124"))
-    assert not check.ok
-    assert check.reason == "unknown platform tag musllinux_1_2_x86_64"
+    assert check.status is Status.NOT_CHECKED
+    assert check.reason == "the glibc of platform tag musllinux_1_2_x86_64 is not recorded"
 
 
 # --- companions (§3a: torchvision / torchaudio pins) ----------------------------------------------------
@@ -594,7 +607,8 @@ def test_a_grace_gpu_asks_for_arm64_images() -> None:
     assert parse_query(M, RawQuery(gpus=("DGX Spark",))).platform is Platform.ARM64
 
 
-def test_a_variant_without_wheels_for_the_platform_fails() -> None:
+def test_a_variant_without_recorded_wheels_for_the_platform_is_not_checked() -> None:
+    # RELEASE.md lists aarch64 CUDA 12.6 builds, per CUDA version only: unknown for this release, not "none"
     check = rules.rule_platform(F, Query(), combo(M, "2.14.1", "cu126", platform="linux/arm64"))
-    assert not check.ok
-    assert check.reason == "no linux/arm64 cu126 wheels of this release (only linux/amd64)"
+    assert check.status is Status.NOT_CHECKED and check.missing is Missing.FACT
+    assert check.reason == "linux/arm64 cu126 wheels of this release are not recorded (recorded: linux/amd64)"

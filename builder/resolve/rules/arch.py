@@ -10,7 +10,7 @@ from builder.core.versions import minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules.check import ArchSupport, Check
+from builder.resolve.rules.check import ArchSupport, Check, Missing, not_checked
 
 
 def arch_support(target: Arch, sass: tuple[Arch, ...], ptx: tuple[Arch, ...]) -> tuple[ArchSupport, Arch | None]:
@@ -61,17 +61,17 @@ def _code_list(sass: tuple[Arch, ...], ptx: tuple[Arch, ...]) -> str:
 
 def rule_arch_torch(f: Facts, q: Query, c: Combination) -> Check:
     sources = ("arch-suffixes", "pytorch-wheel-arch", "pytorch-ada")
-    if not q.archs:
-        return Check("arch-torch", True, "no --arch/--gpu given", sources)
     if c.variant.cuda is None:
         return Check("arch-torch", True, "CPU build: runs without a GPU", sources)
     if c.sass is None:
-        return Check(
+        return not_checked(
             "arch-torch",
-            False,
             f"the compiled architectures of torch {c.local_version}{_on(c)} are not recorded (no source)",
             sources,
+            Missing.FACT,
         )
+    if not q.archs:
+        return not_checked("arch-torch", "no GPU given", sources, Missing.INPUT, gpu_condition(c))
     reasons = []
     for arch in q.archs:
         support, code = arch_support(arch, c.sass, c.ptx)
@@ -80,6 +80,11 @@ def rule_arch_torch(f: Facts, q: Query, c: Combination) -> Check:
             return Check("arch-torch", False, reason, sources)
         reasons.append(reason)
     return Check("arch-torch", True, "; ".join(reasons), sources)
+
+
+def gpu_condition(c: Combination) -> str:
+    """What an unnamed GPU must be for this build to have code for it (its SASS and PTX lists)."""
+    return f"a GPU the build has code for ({_code_list(c.sass or (), c.ptx)})"
 
 
 def _on(c: Combination) -> str:
@@ -99,8 +104,11 @@ def _arch_reason(arch: Arch, support: ArchSupport, code: Arch | None, c: Combina
 
 def rule_arch_cuda(f: Facts, q: Query, c: Combination) -> Check:
     sources = ("cmake-cuda-archs", "cuda13-dropped-archs")
-    if not q.archs or c.variant.cuda is None:
-        return Check("arch-cuda", True, "no --arch/--gpu given" if not q.archs else "CPU build", sources)
+    if c.variant.cuda is None:
+        return Check("arch-cuda", True, "CPU build", sources)
+    if not q.archs:
+        condition = gpu_condition(c) if c.sass is not None else None
+        return not_checked("arch-cuda", "no GPU given", sources, Missing.INPUT, condition)
     reasons = []
     for arch in q.archs:
         ok, reason = _arch_cuda(f, arch.base, c.variant.cuda)

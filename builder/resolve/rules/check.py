@@ -13,14 +13,53 @@ if TYPE_CHECKING:
     from builder.resolve.query import Query
 
 
+class Status(StrEnum):
+    """A rule's three outcomes: it held, it failed, or it could not be evaluated (an input or a fact missing)."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_CHECKED = "not-checked"
+
+
+class Missing(StrEnum):
+    """Why a rule was not checked: the question left an input open (a condition on the answer), or the matrix
+    does not record a fact the rule needs (nobody can tell until it is recorded)."""
+
+    INPUT = "input"
+    FACT = "fact"
+
+
 @dataclass(frozen=True)
 class Check:
-    """One rule's verdict on one combination, with its reason and source ids."""
+    """One rule's verdict on one combination, with its reason and source ids.
+
+    `ok` is False only when the rule failed: a rule that was not checked (`missing` set) did not fail, which is
+    why lookup keeps such a combination, but it did not pass either (`status`, `passed`). `condition` is what the
+    missing input must satisfy for the rule to hold ("driver >= 525.60.13"), where the rule can say it."""
 
     rule: str
     ok: bool
     reason: str
     sources: tuple[str, ...] = ()
+    missing: Missing | None = None
+    condition: str | None = None
+
+    @property
+    def status(self) -> Status:
+        if not self.ok:
+            return Status.FAIL
+        return Status.PASS if self.missing is None else Status.NOT_CHECKED
+
+    @property
+    def passed(self) -> bool:
+        return self.status is Status.PASS
+
+
+def not_checked(
+    rule: str, reason: str, sources: tuple[str, ...], missing: Missing, condition: str | None = None
+) -> Check:
+    """A rule that could not be evaluated: `reason` says what was missing ("no driver given")."""
+    return Check(rule, True, reason, sources, missing, condition)
 
 
 class DriverMode(StrEnum):

@@ -6,7 +6,7 @@ from builder.core.kinds import Platform
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules.check import Check
+from builder.resolve.rules.check import Check, Missing, not_checked
 
 
 def rule_python_torch(f: Facts, q: Query, c: Combination) -> Check:
@@ -44,7 +44,7 @@ def rule_glibc_os(f: Facts, q: Query, c: Combination) -> Check:
     tag = c.wheels.platform_tag
     floor = f.glibc_floor(tag)
     if floor is None:
-        return Check("glibc-os", False, f"unknown platform tag {tag}", sources)
+        return not_checked("glibc-os", f"the glibc of platform tag {tag} is not recorded", sources, Missing.FACT)
     ok = c.os.glibc >= floor
     verdict = ">=" if ok else "<"
     return Check("glibc-os", ok, f"{c.os.name} glibc {c.os.glibc} {verdict} {floor} ({tag})", sources)

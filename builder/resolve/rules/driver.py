@@ -9,8 +9,8 @@ from builder.core.versions import Driver, minor_str
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules.arch import arch_support
-from builder.resolve.rules.check import ArchSupport, Check, DriverMode
+from builder.resolve.rules.arch import arch_support, gpu_condition
+from builder.resolve.rules.check import ArchSupport, Check, DriverMode, Missing, not_checked
 
 
 def driver_mode(f: Facts, q: Query, cuda: Version) -> tuple[DriverMode | None, str]:
@@ -61,12 +61,13 @@ def rule_driver_cuda(f: Facts, q: Query, c: Combination) -> Check:
     if c.variant.cuda is None:
         return Check("driver-cuda", True, "CPU build: no driver needed", sources)
     if q.driver is None:
-        return Check(
-            "driver-cuda",
-            True,
-            f"no --driver given (CUDA {minor_str(c.variant.cuda)} needs >= {f.mvc_floor(c.variant.cuda.major)})",
-            sources,
-        )
+        cuda = c.variant.cuda
+        floor = f.mvc_floor(cuda.major) or f.full_driver(cuda)
+        if floor is None:
+            return not_checked(
+                "driver-cuda", f"the driver floor of CUDA {minor_str(cuda)} is not recorded", sources, Missing.FACT
+            )
+        return not_checked("driver-cuda", "no driver given", sources, Missing.INPUT, f"driver >= {floor}")
     mode, reason = driver_mode(f, q, c.variant.cuda)
     return Check("driver-cuda", mode is not None, reason, sources)
 
@@ -74,17 +75,29 @@ def rule_driver_cuda(f: Facts, q: Query, c: Combination) -> Check:
 def rule_ptx_driver(f: Facts, q: Query, c: Combination) -> Check:
     sources = ("cuda-mvc",)
     cuda = c.variant.cuda
-    if not q.archs or q.driver is None or cuda is None or c.sass is None:
-        return Check("ptx-jit-driver", True, "no PTX JIT involved", sources)
-    sass = c.sass
-    if not any(arch_support(a, sass, c.ptx)[0] is ArchSupport.PTX for a in q.archs):
-        return Check("ptx-jit-driver", True, "no PTX JIT involved", sources)
+    if cuda is None:
+        return Check("ptx-jit-driver", True, "CPU build: no PTX JIT", sources)
+    if c.sass is None:
+        return not_checked(
+            "ptx-jit-driver", f"the compiled architectures of torch {c.local_version} are not recorded", sources,
+            Missing.FACT,
+        )  # fmt: skip
+    full = f.full_driver(cuda)
+    if not q.archs:
+        return not_checked("ptx-jit-driver", "no GPU given", sources, Missing.INPUT, gpu_condition(c))
+    if not any(arch_support(a, c.sass, c.ptx)[0] is ArchSupport.PTX for a in q.archs):
+        return Check("ptx-jit-driver", True, "no PTX JIT involved: the build has SASS for the GPU", sources)
+    if q.driver is None:
+        return not_checked(
+            "ptx-jit-driver", "no driver given (the GPU runs only PTX)", sources, Missing.INPUT,
+            f"driver >= {full} (full level, to JIT CUDA {minor_str(cuda)} PTX)",
+        )  # fmt: skip
     mode, _ = driver_mode(f, q, cuda)
     ok = mode is DriverMode.FULL
     reason = (
         f"the driver JIT-compiles CUDA {minor_str(cuda)} PTX at full level"
         if ok
         else f"PTX from CUDA {minor_str(cuda)} needs a driver at its full level (>= "
-        f"{f.full_driver(cuda)}); minor-version compatibility cannot JIT it"
+        f"{full}); minor-version compatibility cannot JIT it"
     )
     return Check("ptx-jit-driver", ok, reason, sources)

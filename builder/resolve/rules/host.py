@@ -8,7 +8,7 @@ from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import Gpu
 from builder.resolve.query import Query
-from builder.resolve.rules.check import Check
+from builder.resolve.rules.check import Check, Missing, not_checked
 
 # Where PyTorch for Jetson comes from (NVIDIA's JetPack wheels and containers): a fact with a source in matrix.toml.
 JETSON_SOURCE = "jetson-pytorch"
@@ -22,10 +22,15 @@ def rule_platform(f: Facts, q: Query, c: Combination) -> Check:
         if problem:
             return Check("platform", False, problem, sources)
     if c.build is None:
-        # Worded without the release, so lookup groups the releases a variant misses on this platform.
+        # Unknown is not no: the matrix records the builds a source lists; PyTorch's own index may hold more
+        # (RELEASE.md lists aarch64 CUDA builds per CUDA version, not per release). Worded without the release,
+        # so lookup groups the releases a variant misses on this platform.
         have = ", ".join(b.platform.value for b in c.variant.builds)
-        return Check(
-            "platform", False, f"no {c.platform.value} {c.variant.name} wheels of this release (only {have})", sources
+        return not_checked(
+            "platform",
+            f"{c.platform.value} {c.variant.name} wheels of this release are not recorded (recorded: {have})",
+            (*sources, "pytorch-release-md"),
+            Missing.FACT,
         )
     return Check("platform", True, f"torch {c.torch.version} {c.variant.name} has {c.platform.value} wheels", sources)
 
@@ -46,15 +51,30 @@ def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
     """The driver supports every GPU: not older than the first driver of its architecture (or product), and
     not past the last branch of a legacy architecture."""
     sources = ("nvidia-gpu-tables", "nvidia-arch-matrix")
-    if q.driver is None or not q.archs:
-        return Check("driver-gpu", True, "no --driver and GPU given together", sources)
+    if c.variant.cuda is None:
+        return Check("driver-gpu", True, "CPU build: no driver needed", sources)
+    if not q.archs:
+        return not_checked("driver-gpu", "no GPU given", sources, Missing.INPUT, "a driver that supports the GPU")
+    windows = _windows(f, q)
+    unknown = [n for n, fl, _, _ in windows if not fl]
     reasons = []
-    for name, floor, last, family in _windows(f, q):
+    for name, floor, last, family in windows:
+        if q.driver is None:
+            break
         ok, reason = _window(q.driver, name, floor, last, family)
         if not ok:
             return Check("driver-gpu", False, reason, sources)
         reasons.append(reason)
+    if unknown:
+        return _unrecorded(unknown, sources)
+    if q.driver is None:
+        floors = "; ".join(f"{n} needs driver {describe_floors(fl)}" for n, fl, _, _ in windows)
+        return not_checked("driver-gpu", "no driver given", sources, Missing.INPUT, floors)
     return Check("driver-gpu", True, "; ".join(reasons), sources)
+
+
+def _unrecorded(names: list[str], sources: tuple[str, ...]) -> Check:
+    return not_checked("driver-gpu", f"the first driver of {', '.join(names)} is not recorded", sources, Missing.FACT)
 
 
 def _windows(f: Facts, q: Query) -> list[tuple[str, tuple[Driver, ...], int | None, str]]:
