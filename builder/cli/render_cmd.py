@@ -15,6 +15,7 @@ from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
 from builder.core import env
 from builder.core.errors import UsageError
+from builder.core.files import write_file
 from builder.engine import build_command
 
 PIPCONF_VAR = env.PIPCONF
@@ -39,7 +40,7 @@ def render_cmd(
     out_dir = Path(output or f"build/torchyard/{plan.id}")
     write_context(plan, out_dir, force=force)
     data = plan_json(plan, repo, out_dir)
-    (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
+    write_file(out_dir / "plan.json", json.dumps(data, indent=2) + "\n")
     if as_json:
         emit_json(data)
         return
