@@ -143,6 +143,28 @@ def the_newest_patch_alias_is_decided_per_python(mod: ModuleType, _: Path) -> No
     assert newer312.aliases == ("2.5-cuda12.4-py3.12-debian12-runtime",)
 
 
+def a_tag_longer_than_docker_takes_is_refused_before_a_build(mod: ModuleType, _: Path) -> None:
+    from render_kit import arch, combination
+    from render_kit import matrix as render_matrix
+
+    m = render_matrix()
+    c = combination("torch2.5.1-cu124-py3.11-debian12")
+    archs = tuple(arch(a.name) for a in m.archs)  # every architecture: the suffix alone is past 128
+    with pytest.raises(TorchyardError, match=r"^the tag '2\.5\.1-cuda12\.4-cudnn9-py3\.11-debian12-devel-cuda-base-sm"):
+        mod.image_tags(m, c, Flavor.DEVEL, Strategy.CUDA_BASE, archs)
+    with pytest.raises(TorchyardError, match=r"' is \d{3} characters, more than Docker's 128: give fewer --arch$"):
+        mod.image_tags(m, c, Flavor.DEVEL, Strategy.CUDA_BASE, archs)
+
+
+def a_cuda_variant_without_a_recorded_cudnn_has_no_cudnn_in_its_tag(mod: ModuleType, _: Path) -> None:
+    text = edit(BASE, 'name = "cu118"\ncuda = "11.8"\ncudnn = "9.1.0.70"\n', 'name = "cu118"\ncuda = "11.8"\n')
+    m = small(text)
+    tags = mod.image_tags(m, combo(m, "2.5.1", "cu118"), Flavor.RUNTIME, Strategy.WHEELS, ())
+    assert tags.immutable == "2.5.1-cuda11.8-py3.11-debian12-runtime"
+    with_cudnn = mod.image_tags(m, combo(m, "2.5.1", "cu124"), Flavor.RUNTIME, Strategy.WHEELS, ())
+    assert with_cudnn.immutable == "2.5.1-cuda12.4-cudnn9-py3.11-debian12-runtime"
+
+
 def the_capability_the_driver_reports_wins_over_the_name(mod: ModuleType, _: Path) -> None:
     m = real()
     # The matrix maps the RTX 4090 to sm_89; a driver that says 8.6 is believed (a renamed or modded card).
@@ -252,6 +274,20 @@ MUTANTS = (
         "        and c.python in wheels.python\n",
         "\n",
         the_newest_patch_alias_is_decided_per_python,
+    ),
+    Mutant(
+        "tags-length-unchecked",
+        "builder.render.tags",
+        "        problem = check_tag(tag)\n",
+        "        problem = None\n",
+        a_tag_longer_than_docker_takes_is_refused_before_a_build,
+    ),
+    Mutant(
+        "tags-cudnn-always",
+        "builder.render.tags",
+        'cudnn = f"-cudnn{v.cudnn.major}" if v.cudnn else ""',
+        'cudnn = f"-cudnn{v.cudnn.major}" if v.cudnn else "-cudnn"',
+        a_cuda_variant_without_a_recorded_cudnn_has_no_cudnn_in_its_tag,
     ),
     Mutant(
         "probe-name-wins",
