@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from builder.build.extension_dir import walk_extension
 from builder.core.errors import RenderError, UsageError
+from builder.core.files import write_file
 
 if TYPE_CHECKING:
     from builder.build.plan import Plan
@@ -41,12 +42,12 @@ def write_context(plan: Plan, out_dir: Path, *, force: bool = False) -> Path:
     with _locked(out_dir):
         staging = Path(tempfile.mkdtemp(prefix=_STAGING, dir=out_dir))
         try:
-            written = _stage(plan, staging)
+            written = _stage(plan, staging, out_dir)
             _remove_recorded(out_dir)
             for name in written:
                 _clear(out_dir / name)  # a name this write owns now (the folder is ours, or --force said so)
                 os.replace(staging / name, out_dir / name)
-            (out_dir / RECORD).write_text("\n".join(sorted(written)) + "\n")
+            write_file(out_dir / RECORD, "\n".join(sorted(written)) + "\n")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return out_dir / "Dockerfile"
@@ -87,15 +88,21 @@ def _locked(out_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _stage(plan: Plan, staging: Path) -> list[str]:
-    (staging / "Dockerfile").write_text(plan.dockerfile)
+def _stage(plan: Plan, staging: Path, out_dir: Path) -> list[str]:
+    """Everything written into the staging folder; a write that fails (a full disk) names the file as it would
+    be in -o, and nothing of the half-written staging folder is moved there."""
+    write_file(staging / "Dockerfile", plan.dockerfile, shown=out_dir / "Dockerfile")
     for name, data in plan.context_files:
         path = staging / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_file(path, data, shown=out_dir / name)
     for name, source in plan.extension_dirs:
-        _copy_extension(source, staging / name)
-    (staging / ".dockerignore").write_text("plan.json\n*.log\nsmoke-*.json\n" + RECORD + "\n" + LOCK + "\n")
+        try:
+            _copy_extension(source, staging / name)
+        except OSError as exc:
+            raise UsageError(f"{out_dir / name}: cannot write: {exc.strerror or exc}") from None
+    ignore = "plan.json\n*.log\nsmoke-*.json\n" + RECORD + "\n" + LOCK + "\n"
+    write_file(staging / ".dockerignore", ignore, shown=out_dir / ".dockerignore")
     return sorted(p.name for p in staging.iterdir())
 
 

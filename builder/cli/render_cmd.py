@@ -18,6 +18,7 @@ from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
 from builder.core.errors import UsageError
+from builder.core.files import write_file
 from builder.engine import build_command
 
 PIPCONF_VAR = env.PIPCONF
@@ -53,7 +54,7 @@ def render_cmd(ctx: click.Context, flags: RenderFlags) -> None:
     out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
     write_context(plan, out_dir, force=flags.force)
     data = plan_json(plan, flags.repo, out_dir)
-    (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
+    write_file(out_dir / "plan.json", json.dumps(data, indent=2) + "\n")
     if flags.as_json:
         emit_json(data)
         return

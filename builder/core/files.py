@@ -94,6 +94,22 @@ def _check_folder(target: Path, flag: str) -> None:
         raise UsageError(f"{flag} {target}: folder {folder} is not writable")
 
 
+def write_file(path: Path, data: str | bytes, *, shown: Path | None = None) -> None:
+    """Write a file torchyard makes; a full disk, a quota or a read-only folder is one error naming the file
+    (`shown`: the name the user knows, for a file written in a staging folder first): the OSError of a failed
+    write() carries no file name, so "No space left on device" alone would not say where."""
+    try:
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data)
+    except OSError as exc:
+        raise UsageError(f"{shown or path}: cannot write: {exc.strerror or exc}") from None
+
+
 def write_report_file(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{path.parent}: cannot make the folder: {exc.strerror or exc}") from None
+    write_file(path, text)

@@ -39,13 +39,14 @@ def check_repository(value: str, flag: str = "--repo") -> str:
 def check_mirror(value: str, flag: str = "--registry-mirror") -> str:
     """A registry (host[:port]) and an optional path under which Docker Hub's images are found:
     mirror.corp.example, 127.0.0.1:5000/torchyard-base."""
-    host = value.split("/", 1)[0]
-    problem = _name_problem(f"{value}/library/debian") if value else "it is empty"
+    mirror = value.rstrip("/")  # mirror.example/hub/ is mirror.example/hub
+    host = mirror.split("/", 1)[0]
+    problem = _name_problem(f"{mirror}/library/debian") if mirror else "it is empty"
     if problem is None and not ("." in host or ":" in host or host == "localhost"):
         problem = f"{host!r} is not a registry host (it needs a '.', a :port, or localhost)"
     if problem:
         raise UsageError(f"{flag}: {value!r} is not a registry mirror: {problem} (example: mirror.corp.example/hub)")
-    return value.rstrip("/")
+    return mirror
 
 
 def check_reference(value: str, flag: str = "IMAGE") -> str:

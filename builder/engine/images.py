@@ -4,6 +4,7 @@ builder.core.process.run_command), inspect, tag, push, pull, history, save and f
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
@@ -45,6 +46,9 @@ class Images(Connection):
             env = dict(os.environ, DOCKER_BUILDKIT="1")
             done = run_command(full, env=env, on_line=on_line)
             if done.returncode != 0:
+                gone = self.gone(f"the build of {request.target}")
+                if gone is not None:  # not the build's fault ("server did not provide an image ID")
+                    raise gone
                 raise BuildError(f"docker build failed (exit {done.returncode}): {last_error(done.tail)}")
             return iidfile.read_text().strip()
 
@@ -56,8 +60,8 @@ class Images(Connection):
             image = self._sdk().images.get(ref)
         except docker.errors.ImageNotFound:
             return None
-        except docker.errors.DockerException as exc:
-            raise EngineError(f"inspect {ref}: {exc}") from None
+        except (docker.errors.DockerException, OSError) as exc:  # requests' errors are OSErrors
+            raise self.gone(f"the inspect of {ref}") or EngineError(f"inspect {ref}: {short(exc)}") from None
         attrs = image.attrs
         config = attrs.get("Config") or {}
         return ImageInfo(
@@ -91,7 +95,7 @@ class Images(Connection):
             for event in stream:
                 check_cancelled(f"{ref} was pushed")
                 if "error" in event:
-                    raise PushError(f"push {ref}: {event['error'].strip()}")
+                    raise PushError(f"push {ref}: {push_refusal(str(event['error']))}")
                 digest = (event.get("aux") or {}).get("Digest", digest)
                 if event.get("status") and event.get("id") is None:
                     on_line(str(event["status"]))
@@ -100,7 +104,8 @@ class Images(Connection):
         except (PushError, Interrupted):
             raise
         except Exception as exc:
-            raise PushError(f"push {ref}: {short(exc)}") from None
+            gone = self.gone(f"the push of {ref}")  # not the registry's fault
+            raise gone or PushError(f"push {ref}: {short(exc)}") from None
         if not digest:
             raise PushError(f"push {ref}: the registry returned no digest")
         return digest
@@ -161,6 +166,28 @@ def split_ref(ref: str) -> tuple[str, str]:
     if not name or "/" in tag:
         return ref, "latest"
     return name, tag
+
+
+_UNPARSED = re.compile(r"error parsing HTTP (\d{3}) response body")
+_STATUS = {
+    401: "unauthorized: give --registry-user and the password (or docker login)",
+    403: "denied: these credentials may not push to this repository",
+    404: "not found: no such repository, or the registry serves no pushes at this path",
+    405: "method not allowed: the registry is read-only (or takes no pushes here)",
+    413: "too large: the registry (or a proxy before it) refuses a layer this size",
+}
+
+
+def push_refusal(text: str) -> str:
+    """The daemon's words for a registry's refusal, as one line a user can act on: a registry that answers with a
+    body that is not its JSON error (a read-only registry's "Method not allowed") reaches us as "error parsing
+    HTTP 405 response body: invalid character ...", which says nothing of the refusal itself."""
+    text = " ".join(text.split())
+    found = _UNPARSED.search(text)
+    if found is None:
+        return text[:400]
+    status = int(found[1])
+    return f"the registry refused it: HTTP {status}, {_STATUS.get(status, 'refused')}"
 
 
 def last_error(tail: tuple[str, ...]) -> str:

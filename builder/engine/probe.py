@@ -55,6 +55,16 @@ class Connection:
                 raise EngineError(_explain_connect(exc, host)) from None
         return self._client
 
+    def gone(self, during: str) -> EngineError | None:
+        """After a call failed: "went away" when the engine no longer answers a ping (killed, restarted, its socket
+        gone), so the failure is not blamed on the build, the registry or a path; None when it still answers."""
+        try:
+            self._sdk().ping()
+        except Exception:
+            host = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+            return EngineError(f"the Docker engine at {host} went away during {during}: start it, then run again")
+        return None
+
     def daemon_info(self) -> dict[str, Any]:
         """`docker info` as the engine answers it (runtimes, CDI spec directories, versions)."""
         info: dict[str, Any] = _call(self._sdk().info, "ask the engine for its configuration")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from builder.core.archs import Arch
+from builder.core.errors import MatrixError
 from builder.core.kinds import Platform, did_you_mean
 from builder.core.versions import minor_of, minor_str
 from builder.matrix.locate import KeyPath
@@ -39,6 +40,7 @@ class _Index:
 
 
 def validate(m: Matrix, ctx: Context) -> None:
+    _check_present(m, ctx)
     _check_sources(m, ctx)
     _check_cuda(m, ctx)
     _check_archs(m, ctx)
@@ -52,6 +54,24 @@ def validate(m: Matrix, ctx: Context) -> None:
         ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants}, {a.name for a in m.archs}
     )
     check_platforms(ctx, m)
+
+
+def _check_present(m: Matrix, ctx: Context) -> None:
+    """The tables every answer reads from (a file cut short, or a wrong file, has none of some): named here with
+    the line the file ends at, not found later as an empty list deep in a command."""
+    tables = (
+        ("torch", m.torch),
+        ("os", m.os),
+        ("cuda", m.cuda),
+        ("arch", m.archs),
+        ("driver_branch", m.driver_branches),
+    )
+    for key, found in tables:
+        if not found:
+            end = ctx.text.count("\n") + (0 if ctx.text.endswith("\n") else 1)
+            raise MatrixError(
+                f"{ctx.file}:{max(end, 1)}: no [[{key}]] table: the file ends here without one (cut short?)"
+            )
 
 
 def _unknown(ctx: Context, path: KeyPath, label: str, what: str, name: str, known: Iterable[str]) -> None:

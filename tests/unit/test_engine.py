@@ -5,6 +5,7 @@ No process is started and no engine is reached.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -15,6 +16,7 @@ from typing import Any
 
 import docker
 import pytest
+import requests
 
 import builder.core.process
 import builder.engine
@@ -210,6 +212,10 @@ class FakeContainers:
         self.client.container.start_error = self.client.start_error
         return self.client.container
 
+    def list(self, all: bool = False, filters: dict[str, str] | None = None) -> Sequence[Any]:
+        assert all and filters == {"label": "io.torchyard.run-by", "status": "exited"}
+        return [c for c in self.client.leftovers if not c.removed]
+
 
 class FakeAPI:
     def __init__(self, client: FakeClient) -> None:
@@ -234,14 +240,20 @@ class FakeClient:
     push_events: list[dict[str, Any]] = field(default_factory=list)
     pushes: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     version_calls: int = 0
+    leftovers: list[Any] = field(default_factory=list)  # exited containers an earlier process started
+    pings_before_gone: int | None = None  # the engine stops answering after this many pings
+
+    def ping(self) -> bool:
+        if self.pings_before_gone is not None:
+            if self.pings_before_gone <= 0:
+                raise requests.ConnectionError(("Connection aborted.", ConnectionResetError(104, "reset by peer")))
+            self.pings_before_gone -= 1
+        return True
 
     def __post_init__(self) -> None:
         self.api = FakeAPI(self)
         self.containers = FakeContainers(self)
         self.image_store = FakeImages(self)
-
-    def ping(self) -> bool:
-        return True
 
     def version(self) -> dict[str, str]:
         self.version_calls += 1
@@ -695,3 +707,71 @@ def test_ctrl_c_during_a_push_is_interrupted(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(client.api, "push", interrupted)
     with pytest.raises(Interrupted, match=r"^interrupted while pushing r:t$"):
         DockerEngine().push("r:t", None, lambda line: None)
+
+
+# --- the engine going away mid-run (issue 24) -------------------------------------------------------------------
+
+ABORTED = requests.ConnectionError(("Connection aborted.", ConnectionResetError(104, "Connection reset by peer")))
+
+
+def test_an_engine_gone_during_a_run_is_an_engine_error_not_requests_raw_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///tmp/gone.sock")
+    client = FakeClient(container=FakeContainer(status="running", fail_reload=ABORTED), pings_before_gone=1)
+    sdk(monkeypatch, client)
+    with pytest.raises(EngineError) as gone:
+        DockerEngine().run("img:1", ["python"])
+    assert str(gone.value) == (
+        "the Docker engine at unix:///tmp/gone.sock went away during the run of img:1: start it, then run again"
+    )
+    assert gone.value.exit_code == 3
+
+
+def test_a_failed_call_on_an_engine_that_still_answers_keeps_its_own_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(container=FakeContainer(status="running", fail_reload=ABORTED))
+    sdk(monkeypatch, client)
+    with pytest.raises(requests.ConnectionError):
+        DockerEngine().run("img:1", ["python"])
+    assert client.container.removed
+
+
+def test_an_engine_gone_during_a_push_is_not_blamed_on_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_stream() -> Iterator[dict[str, Any]]:
+        yield {"status": "Preparing"}
+        raise ABORTED
+
+    for answers, error in ((None, PushError), (1, EngineError)):
+        client = FakeClient(pings_before_gone=answers)
+        monkeypatch.setattr(FakeAPI, "push", lambda self, repo, **kwargs: broken_stream())
+        sdk(monkeypatch, client)
+        with pytest.raises(error) as raised:
+            DockerEngine().push("127.0.0.1:5000/t/x:1", None, lambda line: None)
+        assert ("went away during the push of 127.0.0.1:5000/t/x:1" in str(raised.value)) is (error is EngineError)
+
+
+def test_a_registry_s_unparsed_refusal_of_a_push_is_one_clean_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(push_events=[{"error": "error parsing HTTP 405 response body: invalid character 'M'"}])
+    sdk(monkeypatch, client)
+    with pytest.raises(PushError, match=r"^push r:1: the registry refused it: HTTP 405, method not allowed: "):
+        DockerEngine().push("r:1", None, lambda line: None)
+
+
+def _leftover(owner: str) -> FakeContainer:
+    container = FakeContainer()
+    container.labels = {"io.torchyard.run-by": owner}  # type: ignore[attr-defined]
+    return container
+
+
+def test_a_run_removes_the_exited_containers_of_torchyard_processes_that_are_gone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    host = socket.gethostname()
+    dead = (1 << 22) + 1  # above Linux's largest pid_max: no process has it
+    leftovers = [_leftover(f"{host}:{dead}"), _leftover(f"{host}:{os.getpid()}"), _leftover(f"other:{dead}")]
+    client = FakeClient(leftovers=leftovers)
+    sdk(monkeypatch, client)
+    DockerEngine().run("img:1", ["python"])
+    assert [c.removed for c in leftovers] == [True, False, False]  # a live process's and another host's stay
+    [(_, _, kwargs)] = client.started
+    assert kwargs["labels"] == {"io.torchyard.run-by": f"{host}:{os.getpid()}"}

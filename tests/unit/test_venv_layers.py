@@ -189,9 +189,10 @@ def split(tmp: Path, order: list[str], skew: int) -> tuple[dict[str, Any], Path]
         inside = layer / str(venv)[1:]
         if inside.exists():
             assert {p.stat().st_mtime for p in inside.parents if layer in p.parents or p == layer} == {0}
-        else:  # an empty slot
-            assert list(layer.iterdir()) == []
+        else:  # an empty slot: its folder made here as the layer would hold it (mtime 0, not the clock's now,
+            assert list(layer.iterdir()) == []  # which differed between the two splits across a second's edge)
             inside.mkdir(parents=True)
+            os.utime(inside, (0, 0))
         inside.rename(out / f"{layer.name}.venv")
     return made, out
 

@@ -1,0 +1,175 @@
+"""Mutation testing of the modules where a wrong change does harm (issue 24), with mutmut, on the unit tier.
+
+For each module group: a copy of the checkout in a work folder, a setup.cfg [mutmut] section that mutates only
+that group's files and runs only the unit test files that exercise them, `mutmut run`, then a score: the share
+of mutants the tests caught (killed or timed out) among those that ran. Survivors are printed with their diff
+(`mutmut show`); the ones accepted as equivalent are listed, each with why, in docs/mutation.md.
+
+mutmut is not a dependency of torchyard or of its unit tier; install it into the venv first:
+
+    .venv/bin/pip install 'mutmut>=3.3,<4'
+    nice -n 10 .venv/bin/python bench/mutation.py [GROUP ...] [--jobs 2] [--work /tmp/torchyard-mutation]
+    .venv/bin/python bench/mutation.py --list
+
+mutmut 3 mutates code inside functions and methods (it switches mutants through a trampoline per function):
+module-level constants, such as redact.py's regular expressions, are not mutated by it. Those are held by
+tests/unit/test_mutants.py, which applies listed changes to a copy of a module's text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UNIT = "tests/unit"
+# mutmut's trampolines deepen every call: this case of 1000 nested requirement files then hits Python's recursion
+# limit on the clean code, and mutmut stops before its first mutant.
+DESELECT = "--deselect=tests/unit/test_hostile.py::test_hostile_input[--requirements deep nesting]"
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    files: tuple[str, ...]  # globs under the repository root: what is mutated
+    tests: tuple[str, ...] = ()  # test files beyond those that import a mutated module
+
+
+GROUPS = (
+    Group("core/redact", ("builder/core/redact.py",), ("test_render_secrets.py", "test_render_safety.py")),
+    Group("core/files", ("builder/core/files.py",), ("test_matrix_errors.py", "test_hostile.py")),
+    Group("core/names", ("builder/core/names.py",), ("test_build_cli.py",)),
+    Group("render/tags", ("builder/render/tags.py",), ("test_platforms.py", "test_publish_platforms.py")),
+    Group("net", ("builder/net/*.py",)),
+    Group("oci", ("builder/oci/*.py",), ("test_registry.py", "test_publish_run.py")),
+    Group("image", ("builder/image/*.py",)),
+    Group("host", ("builder/host/*.py",), ("test_doctor.py", "test_inspect.py")),
+    Group("publish", ("builder/publish/*.py",), ("test_publish_platforms.py", "test_publish_set.py")),
+    Group("resolve", ("builder/resolve/*.py", "builder/resolve/rules/*.py"), ("test_rules.py", "test_one_answer.py")),
+    Group("smoke/checks", ("builder/smoke/checks_*.py",)),
+)
+
+
+def mutated_files(group: Group) -> list[str]:
+    return sorted(str(p.relative_to(ROOT)) for pattern in group.files for p in ROOT.glob(pattern))
+
+
+def test_files(group: Group) -> list[str]:
+    """The unit test files that import one of the group's modules, and the group's named extras; and the plain
+    checks of tests/unit/test_mutants.py (its mutant proofs read the sources, which mutmut rewrites)."""
+    modules = [f[:-3].replace("/", ".") for f in mutated_files(group)]
+    packages = {m.rsplit(".", 1)[0] for m in modules if m.endswith("__init__")}
+    names = [re.escape(m) for m in modules if not m.endswith("__init__")] + [re.escape(p) + r"\b" for p in packages]
+    wanted = re.compile("|".join(names))
+    found = {f.name for f in (ROOT / UNIT).glob("test_*.py") if f.name != "test_mutants.py"}
+    chosen = {name for name in found if wanted.search((ROOT / UNIT / name).read_text(encoding="utf-8"))}
+    chosen |= {name for name in group.tests if name in found}
+    return [f"{UNIT}/{name}" for name in sorted(chosen)] + [f"{UNIT}/test_mutants.py::test_the_code_as_it_is_passes"]
+
+
+def prepare(group: Group, work: Path) -> Path:
+    """A copy of the checkout (what git tracks or would track) with the group's [mutmut] configuration."""
+    folder = work / group.name.replace("/", "-")
+    shutil.rmtree(folder, ignore_errors=True)
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    for name in listed:
+        source = ROOT / name
+        if source.is_file() and not source.is_symlink():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, folder / name)
+    copied = ("matrix.toml", "templates", "examples", "README.md", "docs", "scripts", ".github")  # tests read them
+    lines = ["[mutmut]", "source_paths = builder", "also_copy =", *(f"    {c}" for c in copied)]
+    lines += ["only_mutate =", *(f"    {f}" for f in mutated_files(group))]
+    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", f"    {DESELECT}"]
+    lines += ["pytest_add_cli_args_test_selection =", *(f"    {t}" for t in test_files(group))]
+    lines += ["use_git_change_detection = false", ""]
+    (folder / "setup.cfg").write_text("\n".join(lines), encoding="utf-8")
+    return folder
+
+
+def run(group: Group, work: Path, jobs: int) -> dict[str, object]:
+    folder = prepare(group, work)
+    mutmut = [sys.executable, "-m", "mutmut"]
+    start = time.monotonic()
+    argv = [*mutmut, "run", "--max-children", str(jobs)]
+    ran = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False)
+    seconds = time.monotonic() - start
+    (folder / "run.log").write_text(ran.stdout + ran.stderr, encoding="utf-8")
+    subprocess.run([*mutmut, "export-cicd-stats"], cwd=folder, capture_output=True, check=False)
+    stats_file = folder / "mutants" / "mutmut-cicd-stats.json"
+    if ran.returncode != 0 or not stats_file.exists():
+        tail = (ran.stdout + ran.stderr).strip().splitlines()[-5:]
+        return {"group": group.name, "error": f"mutmut run exit {ran.returncode}: " + " | ".join(tail)}
+    stats = json.loads(stats_file.read_text(encoding="utf-8"))
+    listed = subprocess.run([*mutmut, "results"], cwd=folder, capture_output=True, text=True, check=False).stdout
+    survivors = [line.split(":")[0].strip() for line in listed.splitlines() if line.strip().endswith(": survived")]
+    diffs = [
+        subprocess.run([*mutmut, "show", s], cwd=folder, capture_output=True, text=True, check=False).stdout
+        for s in survivors
+    ]
+    (folder / "survivors.diff").write_text("\n".join(diffs), encoding="utf-8")
+    caught = int(stats["killed"]) + int(stats["timeout"])
+    ran_count = caught + int(stats["survived"]) + int(stats["suspicious"]) + int(stats["segfault"])
+    return {
+        "group": group.name,
+        "mutants": int(stats["total"]),
+        "caught": caught,
+        "survived": int(stats["survived"]),
+        "no_tests": int(stats["no_tests"]),
+        "score": round(100.0 * caught / ran_count, 1) if ran_count else None,
+        "seconds": round(seconds),
+        "tests": len(test_files(group)),
+        "survivors": survivors,
+        "diffs": str(folder / "survivors.diff"),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("groups", nargs="*", help="group names (default: all); see --list")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/torchyard-mutation"))
+    parser.add_argument("--list", action="store_true", help="the groups, their files and test files")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
+    unknown = set(args.groups) - {g.name for g in GROUPS}
+    if unknown:
+        print(f"unknown group(s): {', '.join(sorted(unknown))}; known: {', '.join(g.name for g in GROUPS)}")
+        return 2
+    if args.list:
+        for g in chosen:
+            print(f"{g.name}: {' '.join(mutated_files(g))}\n    tests: {' '.join(test_files(g))}")
+        return 0
+    os.environ.setdefault("PYTHONHASHSEED", "0")
+    results = []
+    for group in chosen:
+        result = run(group, args.work, args.jobs)
+        results.append(result)
+        if "error" in result:
+            print(f"{group.name}: {result['error']}", flush=True)
+            continue
+        print(
+            f"{group.name}: {result['score']}% caught ({result['caught']} of {result['mutants']} mutants; "
+            f"{result['survived']} survived, {result['no_tests']} without a test) in {result['seconds']} s",
+            flush=True,
+        )
+        for name in result["survivors"]:  # type: ignore[attr-defined]
+            print(f"    survived: {name}")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
