@@ -6,6 +6,7 @@ GPUs in test_gpu_sim.py. Like test_gpu_sim.py, these tests start processes (the 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from sim_kit import cpu_suite, needs_torch
@@ -46,9 +47,10 @@ def test_each_fails_when_broken_a_desynchronised_rank_a_non_deterministic_op_no_
         ("ddp.cpu", "determinism.cpu", "profiler.cpu"), "failed"
     )
     assert checks["ddp.cpu"][1].startswith("after 6 steps the parameters of rank(s) 1 differ from rank 0's")
-    assert checks["determinism.cpu"][1].startswith(
-        "the same seeded run gave different losses in two processes from step 1"
-    )
+    # The injected noise (1e-6) can round away in the first loss; the step where the runs part is not the point.
+    assert re.match(
+        r"the same seeded run gave different losses in two processes from step \d+: ", checks["determinism.cpu"][1]
+    ), checks["determinism.cpu"][1]
     assert checks["profiler.cpu"][1].startswith(
         "torch.profiler's Chrome trace lacks aten::convolution, aten::convolution_backward"
     )
@@ -59,6 +61,10 @@ def test_a_rank_that_never_joins_fails_inside_the_timeout_with_its_last_words(tm
     code, report = cpu_suite(tmp_path, "--only", "ddp.cpu", "--timeout-scale", "0.35", faults=("ddp_hang",))
     status, message = _checks(report)["ddp.cpu"]
     assert (code, status) == (1, "failed")
-    assert message.startswith("the ranks did not finish within 29 s (a rank that never joined, or hung"), message
+    # Whichever comes first ends it: the check's own deadline (29 s) or the waiting rank's process-group timeout
+    # (gloo's store wait, when the ranks started late on a busy machine); either way the hung rank is named.
+    assert message.startswith(
+        ("the ranks did not finish within 29 s (a rank that never joined, or hung", "torchrun exited with code 1")
+    ), message
     assert "rank 1's last words: 'rank 1: joining the process group (gloo, world 2)'" in message
     assert report["checks"][0]["seconds"] < 42
