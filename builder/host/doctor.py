@@ -14,6 +14,7 @@ from builder.host.probe import Host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
 from builder.matrix.model import Matrix
 from builder.render.tags import image_tags
+from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery
 from builder.resolve.report import index_url, min_driver
@@ -100,14 +101,19 @@ def _recommend(m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, 
     # "$PWD" stays for the user's shell to expand; everything else is quoted for pasting.
     mount = ['-v "$PWD":/workspace', "-w", "/workspace"]
     run = " ".join(["docker", "run", "--rm", "-it", *gpu_flags, "--ipc=host", *mount, shlex.quote(image), "python"])
-    flags = ["--torch", str(c.torch.version), "--variant", c.variant.name, "--python", c.python, "--os", c.os.name]
-    build = shlex.join(["torchyard", "build", *flags, "--platform", c.platform.value, "--repo", repo])
+    build = build_command(c, repo)
     index = index_url(c)
     pip = "pip install " + shlex.join(
         [f"torch=={c.torch.version}", f"torchvision=={c.torch.torchvision}", f"torchaudio=={c.torch.torchaudio}"]
         + (["--index-url", index] if index else [])
     )
     return Recommendation(r, image, run, build, pip)
+
+
+def build_command(c: Combination, repo: str) -> str:
+    """The `torchyard build` line that makes combination c's image under repo (doctor's, the page's)."""
+    flags = ["--torch", str(c.torch.version), "--variant", c.variant.name, "--python", c.python, "--os", c.os.name]
+    return shlex.join(["torchyard", "build", *flags, "--platform", c.platform.value, "--repo", repo])
 
 
 def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:

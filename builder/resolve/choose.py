@@ -9,7 +9,7 @@ from builder.core.errors import NoMatchError
 from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination
 from builder.resolve.query import Query
-from builder.resolve.resolver import Lookup, Result, lookup
+from builder.resolve.resolver import Lookup, Result, first_valid, lookup
 
 SHOWN_REASONS = 8
 
@@ -37,8 +37,7 @@ def failure_message(found: Lookup, prefix: str = "no valid combination") -> str:
 def choose_result(m: Matrix, q: Query) -> Result | None:
     """Lookup's first row (its ranking: known-good first, then newest torch, ...), or None when nothing is
     valid: the one ranking every surface that names one combination uses."""
-    found = lookup(m, q)
-    return found.valid[0] if found.valid else None
+    return first_valid(m, q)
 
 
 def choose(m: Matrix, q: Query, problem: Callable[[Combination], str | None] | None = None) -> Choice:

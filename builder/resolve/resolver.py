@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from builder.core.archs import Arch
 from builder.matrix.model import Matrix
@@ -78,15 +78,21 @@ class _Cache:
     (torch release, Python, OS), since neither depends on the rest of the combination."""
 
     variants: dict[int, _VariantVerdict]
-    combos: dict[tuple[int, str, str], tuple[Check, ...]]
+    combos: dict[tuple[int, str, str, str], tuple[Check, ...]]
+    failed: dict[int, bool] = field(default_factory=dict)  # variant -> a variant rule failed (first_valid)
+
+
+def _verdict(f: Facts, q: Query, combo: Combination, cache: _Cache) -> _VariantVerdict:
+    verdict = cache.variants.get(id(combo.variant))
+    if verdict is None:
+        verdict = cache.variants[id(combo.variant)] = _variant_verdict(f, q, combo)
+    return verdict
 
 
 def evaluate(f: Facts, q: Query, combo: Combination, cache: _Cache | None = None) -> Result:
     cache = cache or _Cache({}, {})
-    verdict = cache.variants.get(id(combo.variant))
-    if verdict is None:
-        verdict = cache.variants[id(combo.variant)] = _variant_verdict(f, q, combo)
-    key = (id(combo.torch), combo.python, combo.os.name)
+    verdict = _verdict(f, q, combo, cache)
+    key = (id(combo.torch), combo.python, combo.os.name, combo.platform.value)
     rest = cache.combos.get(key)
     if rest is None:
         rest = cache.combos[key] = tuple(rule(f, q, combo) for rule in COMBO_RULES)
@@ -131,6 +137,43 @@ def lookup(m: Matrix, q: Query) -> Lookup:
     valid = sorted((r for r in results if r.ok), key=lambda r: rank_key(m, q, r))
     rejected = tuple(r for r in results if not r.ok)
     return Lookup(tuple(valid), rejected, tuple(_filter_notes(m, q)) if not results else ())
+
+
+def first_valid(m: Matrix, q: Query) -> Result | None:
+    """lookup(m, q).valid[0] without evaluating every release: rank_key orders known-good before unrecorded,
+    then newest torch first, so the first release (newest first) with a known-good valid combination holds the
+    answer. Only when no release has one does every result count (the unrecorded tier). A combination whose
+    variant already failed is not evaluated further. The page asks this for every driver x GPU cell, doctor
+    once; a test holds it equal to lookup's first row."""
+    f = _facts(m)
+    cache = _Cache({}, _COMBO_CHECKS.setdefault(id(m), {}))
+    by_release: dict[int, list[Combination]] = {}
+    for combo in enumerate_combinations(m, q):
+        by_release.setdefault(id(combo.torch), []).append(combo)
+    unrecorded: list[Result] = []
+    for group in sorted(by_release.values(), key=lambda g: g[0].torch.version, reverse=True):
+        candidates = [c for c in group if _variant_passes(f, q, c, cache)]
+        valid = [r for r in (evaluate(f, q, c, cache) for c in candidates) if r.ok]
+        known = [r for r in valid if not r.unrecorded]
+        if known:
+            return min(known, key=lambda r: rank_key(m, q, r))
+        unrecorded.extend(valid)
+    return min(unrecorded, key=lambda r: rank_key(m, q, r)) if unrecorded else None
+
+
+def _variant_passes(f: Facts, q: Query, combo: Combination, cache: _Cache) -> bool:
+    """Whether every variant rule passes, stopping at the first that fails (most variants of an old driver do)."""
+    if id(combo.variant) in cache.variants:
+        return all(check.ok for check in cache.variants[id(combo.variant)].checks)
+    failed = cache.failed.get(id(combo.variant))
+    if failed is None:
+        failed = cache.failed[id(combo.variant)] = not all(rule(f, q, combo).ok for rule in VARIANT_RULES)
+    return not failed
+
+
+# The rules of COMBO_RULES read the combination only (never the query): their checks are shared by every
+# query on one matrix (keyed with the platform, which the combination carries).
+_COMBO_CHECKS: dict[int, dict[tuple[int, str, str, str], tuple[Check, ...]]] = {}
 
 
 def _filter_notes(m: Matrix, q: Query) -> list[str]:

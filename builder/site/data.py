@@ -6,6 +6,9 @@
   each published image's verdict: its rank among the valid ones (resolver.rank_key), or the reason of the
   first rule it fails (resolver.evaluate), exactly as `torchyard lookup --driver B --gpu G --platform P`
   would decide. The page only looks answers up; the Python filter is a plain comparison.
+- for every cell, torchyard's choice: the one combination doctor, `lookup --here`, build and `torchyard run`
+  would name for that driver and GPU (resolve.choose.choose_result, the one chooser), published or not; when
+  it is not in the publish set the page says so and gives the `torchyard build` line that makes it.
 Identical answers are stored once (most GPUs of one architecture answer alike).
 """
 
@@ -14,18 +17,22 @@ from __future__ import annotations
 from typing import Any
 
 from builder.core.errors import UsageError
-from builder.core.kinds import Platform
+from builder.core.kinds import Flavor, Platform, Strategy
 from builder.core.versions import minor_str
+from builder.host.doctor import build_command
+from builder.host.locate import expected_size
 from builder.matrix.model import Build, Matrix
 from builder.publish.items import Item, expand
+from builder.render.tags import image_tags
+from builder.resolve.choose import choose_result
 from builder.resolve.combos import Combination, selected
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import catalogue
-from builder.resolve.query import RawQuery, parse_query
+from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.report import min_driver
 from builder.resolve.resolver import evaluate, rank_key
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def page_data(m: Matrix, repo: str) -> dict[str, Any]:
@@ -36,7 +43,10 @@ def page_data(m: Matrix, repo: str) -> dict[str, Any]:
     gpus = ["", *sorted({k.gpu.name for k in catalogue(m)})]
     platforms = [p.value for p in Platform]
     table = _Answers()
-    cells = [[[table.index(_answer(m, combos, d, g, p, table)) for p in platforms] for g in gpus] for d in drivers]
+    picks = _Picks(m, repo, {c.id for c in combos})
+    cells = [
+        [[table.index(_answer(m, combos, d, g, p, table, picks)) for p in platforms] for g in gpus] for d in drivers
+    ]
     return {
         "schema": SCHEMA,
         "matrix": m.path.rsplit("/", 1)[-1],
@@ -51,6 +61,7 @@ def page_data(m: Matrix, repo: str) -> dict[str, Any]:
         "cells": cells,
         "answers": table.answers,
         "reasons": table.reasons,
+        "choices": picks.choices,
         "grid": grid(m),
     }
 
@@ -102,14 +113,60 @@ class _Answers:
         return self._answers[key]
 
 
-def _answer(m: Matrix, combos: list[Combination], driver: str, gpu: str, platform: str, table: _Answers) -> Any:
-    """Per published combination: its rank among the valid ones, or why it is not valid."""
+def _answer(
+    m: Matrix, combos: list[Combination], driver: str, gpu: str, platform: str, table: _Answers, picks: _Picks
+) -> Any:
+    """Per published combination: its rank among the valid ones, or why it is not valid; and the chooser's
+    combination for the cell (an index into "choices", None when nothing is valid)."""
     raw = RawQuery(driver=driver or None, gpus=(gpu,) if gpu else (), platform=platform)
     try:
         q = parse_query(m, raw)
     except UsageError as exc:  # the query itself cannot be asked (a GPU that only sits in another host)
         return {"error": table.reason(str(exc).split(": ", 1)[-1])}
-    return [v if isinstance(v, int) else -1 - table.reason(v) for v in _verdicts(m, combos, q)]
+    ranks = [v if isinstance(v, int) else -1 - table.reason(v) for v in _verdicts(m, combos, q)]
+    return {"ranks": ranks, "choice": picks.pick(q)}
+
+
+class _Picks:
+    """The chooser's combination per distinct question, stored once. GPUs of one architecture, class, host
+    and first driver ask the rules the same question (their names only change the wording of a reason)."""
+
+    def __init__(self, m: Matrix, repo: str, published: set[str]) -> None:
+        self.m, self.repo, self.published = m, repo, published
+        self.choices: list[dict[str, Any]] = []
+        self._by_query: dict[tuple[object, ...], int | None] = {}
+        self._by_combo: dict[str, int] = {}
+
+    def pick(self, q: Query) -> int | None:
+        key = (q.driver, q.archs, tuple((g.arch, g.kind, g.host, g.driver_min) for g in q.gpus), q.platform)
+        if key not in self._by_query:
+            result = choose_result(self.m, q)
+            self._by_query[key] = None if result is None else self._index(result.combo)
+        return self._by_query[key]
+
+    def _index(self, combo: Combination) -> int:
+        if combo.id not in self._by_combo:
+            self._by_combo[combo.id] = len(self.choices)
+            self.choices.append(_choice(self.m, combo, self.repo, combo.id in self.published))
+        return self._by_combo[combo.id]
+
+
+def _choice(m: Matrix, combo: Combination, repo: str, published: bool) -> dict[str, Any]:
+    """One chosen combination: its runtime image's tag and run line (as doctor gives them), and how to make
+    it when it is not published."""
+    tag = f"{repo}:{image_tags(m, combo, Flavor.RUNTIME, Strategy.WHEELS, ()).immutable}"
+    gpus = " --gpus all" if combo.variant.cuda is not None else ""
+    return {
+        "id": combo.id,
+        "published": published,
+        "tag": tag,
+        "run": f"docker run{gpus} --rm -it --ipc=host {tag}",
+        "build": build_command(combo, repo),
+        "size": expected_size(str(combo.torch.version), combo.variant.name, combo.platform.value),
+        "torch": combo.local_version,
+        "python": combo.python,
+        "os": combo.os.name,
+    }
 
 
 def _verdicts(m: Matrix, combos: list[Combination], q: Any) -> list[int | str]:

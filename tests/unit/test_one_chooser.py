@@ -33,7 +33,10 @@ from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.host.system import Ran
-from builder.resolve.query import RawQuery
+from builder.resolve.gpus import catalogue
+from builder.resolve.query import RawQuery, parse_query
+from builder.resolve.resolver import first_valid, lookup
+from builder.site.data import _Picks
 
 M = real()
 
@@ -43,6 +46,7 @@ class Host:
     name: str
     system: FakeSystem
     gpu: bool  # a GPU the driver runs: build and render choose for it too
+    page: tuple[str, str] | None = None  # the page's cell for it: driver branch, GPU name
 
 
 def _p100() -> FakeSystem:
@@ -52,11 +56,11 @@ def _p100() -> FakeSystem:
 
 
 HOSTS = [
-    Host("rtx4090-535", machine(RTX4090_535, driver="535.104.05"), True),
-    Host("2xh100-570", machine(H100X2_570, driver="570.124.06"), True),
-    Host("rtx5090-575", machine(RTX5090_575, driver="575.57.08"), True),
-    Host("p100-470", _p100(), True),
-    Host("a10-580", machine(A10_580, driver="580.65.06"), True),
+    Host("rtx4090-535", machine(RTX4090_535, driver="535.104.05"), True, ("535", "GeForce RTX 4090")),
+    Host("2xh100-570", machine(H100X2_570, driver="570.124.06"), True, ("570", "NVIDIA H100")),
+    Host("rtx5090-575", machine(RTX5090_575, driver="575.57.08"), True, ("575", "GeForce RTX 5090")),
+    Host("p100-470", _p100(), True, ("470", "Tesla P100")),
+    Host("a10-580", machine(A10_580, driver="580.65.06"), True, ("580", "NVIDIA A10")),
     Host("no-gpu", machine(None, toolkit=False), False),
     Host("driver-failing", machine(SMI_BROKEN, smi_code=9, driver="535.104.05"), False),
 ]
@@ -98,11 +102,40 @@ def test_every_surface_names_the_same_combination(
     if not host.gpu:
         assert chosen.result.combo.variant.cuda is None  # what runs here: the CPU image, as doctor says
         return
+    assert host.page is not None
+    assert _page_choice(*host.page) == answer
     code, out, _ = run(capsys, "render", "-o", str(tmp_path / "render"), "--json")
     assert (code, json.loads(out)["id"]) == (0, answer)
     code, out, _ = run(capsys, "build", "--dry-run", "-o", str(tmp_path / "build"))
     assert code == 0
     assert next(line for line in out.splitlines() if line.startswith("chose ")).split()[1] == answer
+
+
+def _page_choice(branch: str, gpu: str) -> str | None:
+    """The compatibility page's choice for a driver branch and a GPU, as page_data computes every cell."""
+    assert gpu in {k.gpu.name for k in catalogue(M)}  # a name the page's selector offers
+    q = parse_query(M, RawQuery(driver=branch, gpus=(gpu,), platform="linux/amd64"))
+    picks = _Picks(M, "torchyard", set())
+    at = picks.pick(q)
+    return None if at is None else str(picks.choices[at]["id"])
+
+
+def test_first_valid_is_lookups_first_row() -> None:
+    """The chooser's fast path (newest release first) names what lookup ranks first, on every driver branch
+    for GPUs of every generation and with no GPU."""
+    for branch in [None, *(str(b.branch) for b in M.driver_branches)]:
+        for gpus in [
+            (),
+            ("Tesla P100",),
+            ("NVIDIA A10",),
+            ("GeForce RTX 4090",),
+            ("NVIDIA H100",),
+            ("GeForce RTX 5090",),
+        ]:
+            q = parse_query(M, RawQuery(driver=branch, gpus=gpus))
+            found = lookup(M, q)
+            best = first_valid(M, q)
+            assert (best and best.combo.id) == (found.valid[0].combo.id if found.valid else None), (branch, gpus)
 
 
 def test_the_recorded_hosts_get_gpu_answers() -> None:
