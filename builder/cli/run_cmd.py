@@ -108,8 +108,10 @@ def split_after(after: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _chosen(launch: Launch, request: RunRequest) -> list[str]:
-    r = launch.diagnosis.recommended
-    if request.image is not None or r is None:
+    if request.image is not None:
+        return []
+    r = launch.recommend()
+    if r is None:
         return []
     return [f"the image for this machine: {r.image} ({r.result.combo.id})"]
 

@@ -13,17 +13,19 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from builder.core.errors import BuildError, NoMatchError, PushError, TorchyardError
 from builder.core.process import run_command
 from builder.engine.interactive import ContainerSpec, container_name
 from builder.engine.types import Engine, ImageInfo, RegistryAuth
-from builder.host.doctor import Diagnosis, diagnose
 from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import RuntimeReading
 from builder.matrix.model import Matrix
 from builder.resolve.query import RawQuery, parse_query
+
+if TYPE_CHECKING:  # doctor (the resolver's ranking, the report) is imported when a choice is needed
+    from builder.host.doctor import Diagnosis, Recommendation
 
 DEFAULT_REPO = "torchyard"  # a name without a registry: images built here, never pulled
 Say = Callable[[str], None]
@@ -57,7 +59,8 @@ class RunRequest:
 @dataclass(frozen=True)
 class Launch:
     spec: ContainerSpec
-    diagnosis: Diagnosis
+    host: Host
+    recommend: Callable[[], Recommendation | None]  # doctor's image for this machine (computed when first asked)
     local: bool  # the image is in the local engine
     notes: tuple[str, ...]  # what to tell the user before it starts
     build: tuple[str, ...] | None  # `torchyard build ...` (the words after torchyard) that makes the chosen image
@@ -68,13 +71,34 @@ class Launch:
         return self.spec.image
 
 
+def _once(make: Callable[[], Diagnosis]) -> Callable[[], Recommendation | None]:
+    """Doctor's diagnosis on first use only: a given IMAGE that runs here never needs the chooser."""
+    found: list[Diagnosis] = []
+
+    def recommended() -> Recommendation | None:
+        if not found:
+            found.append(make())
+        return found[0].recommended
+
+    return recommended
+
+
+def _diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest) -> Diagnosis:
+    from builder.host.doctor import diagnose
+
+    return diagnose(m, host, runtime, request.wish, request.repo or DEFAULT_REPO)
+
+
 def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest, engine: Images) -> Launch:
-    """Choose (doctor's chooser), look in the local engine, judge a given image that is there."""
-    d = diagnose(m, host, runtime, request.wish, request.repo or DEFAULT_REPO)
-    if request.image is None and d.recommended is None:
+    """Choose (doctor's chooser; for a given image only if it is refused), look in the local engine, judge a
+    given image that is there."""
+    recommend = _once(lambda: _diagnose(m, host, runtime, request))
+    if request.image is None and recommend() is None:
+        d = _diagnose(m, host, runtime, request)
         reasons = "; ".join(p.message for p in d.problems) or "no combination fits"
         raise NoMatchError(f"no image runs on this machine: {reasons} (torchyard doctor says more)")
-    image = request.image or (d.recommended.image if d.recommended else "")
+    chosen = None if request.image else recommend()
+    image = request.image or (chosen.image if chosen else "")
     gpu, notes = gpu_access(host, runtime)
     spec = ContainerSpec(
         image=image,
@@ -88,9 +112,9 @@ def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunR
         tty=request.tty,
         extra=request.docker_args,
     )
-    build = None if request.image or d.recommended is None else tuple(shlex.split(d.recommended.build)[1:])
+    build = None if chosen is None else tuple(shlex.split(chosen.build)[1:])
     info = engine.inspect(image)
-    launch = Launch(spec, d, info is not None, tuple(notes), build, m.path)
+    launch = Launch(spec, host, recommend, info is not None, tuple(notes), build, m.path)
     return check_runs(m, launch, info, request.force, engine) if info is not None and request.image else launch
 
 
@@ -127,9 +151,9 @@ def gpu_access(host: Host, runtime: RuntimeReading | None) -> tuple[tuple[str, .
 def check_runs(m: Matrix, launch: Launch, info: ImageInfo, force: bool, engine: Images) -> Launch:
     """A given image, judged for this machine as `inspect --here` judges it: refused (exit 1) when it will not
     run here, with the image that would, unless forced."""
-    reasons, notes = will_not_run(m, launch.diagnosis.host, launch.image, info, engine)
+    reasons, notes = will_not_run(m, launch.host, launch.image, info, engine)
     if reasons and not force:
-        r = launch.diagnosis.recommended
+        r = launch.recommend()
         instead = f"; the image that runs here: {r.image}" if r else ""
         raise NoMatchError(f"{launch.image} will not run here: {'; '.join(reasons)}{instead} (--force to run it)")
     notes += [f"{launch.image} will not run here ({'; '.join(reasons)}): running it anyway (--force)"] * bool(reasons)

@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
-import requests
+if TYPE_CHECKING:  # imported when a request is made: most commands never make one (requests costs ~0.15 s)
+    import requests
 
 from builder.core.errors import UpstreamError
 from builder.net.cache import CacheKind, DiskCache, Stored
@@ -124,7 +125,7 @@ class Http:
         self.policy = policy or Policy()
         self.cache = cache
         self.counters = Counters()
-        self._session_factory = session_factory or requests.Session
+        self._session_factory = session_factory or _requests().Session
         self._sleep = sleep
         self._verify = verify
         self._local = threading.local()
@@ -223,6 +224,7 @@ class Http:
         *,
         stream: bool = False,
     ) -> requests.Response:
+        requests = _requests()
         host = urlsplit(url).netloc
         for attempt in range(self.policy.retries + 1):
             if host in self._dead:  # another request (maybe in another thread) gave up on this host
@@ -295,7 +297,14 @@ class Http:
         return repr((method, url, sorted(wanted.items()), sorted((params or {}).items())))
 
 
+def _requests() -> Any:
+    import requests
+
+    return requests
+
+
 def _read_at_most(response: requests.Response, limit: int, url: str) -> bytes:
+    requests = _requests()
     chunks, size = [], 0
     try:
         for chunk in response.iter_content(65536):
