@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from builder.cli.check_view import check_data, check_lines, failed, run_check
-from builder.cli.options import matrix_of, repository
+from builder.cli.options import image_reference, matrix_of, repository
 from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
@@ -57,10 +57,12 @@ class DoctorFlags:
     is_flag=False,
     flag_value="",
     default=None,
+    callback=lambda ctx, param, value: value if not value else image_reference(ctx, param, value),
     metavar="[IMAGE]",
     help="Also start the image (the recommended one, or IMAGE) as `torchyard run` would and probe it.",
 )
-@click.option("--check-timeout", default=300.0, show_default=True, metavar="SECONDS", help="The probe's limit.")
+@click.option("--check-timeout", default=300.0, show_default=True, metavar="SECONDS", help="The probe's limit.",
+              type=click.FloatRange(min=1.0))  # fmt: skip
 @click.pass_context
 @takes(DoctorFlags)
 def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:

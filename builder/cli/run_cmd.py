@@ -4,6 +4,7 @@ one given), found, pulled or built, started with the GPUs, the workspace and the
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -37,6 +38,26 @@ def _image(ctx: click.Context, param: click.Parameter, value: str | None) -> str
     return None if value is None else image_reference(ctx, param, value)
 
 
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+SHM_SIZE = re.compile(r"[1-9][0-9]{0,15}[bkmgBKMG]?")  # docker's --shm-size: a number, a unit
+
+
+def _env_vars(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    for value in values:
+        name = value.split("=", 1)[0]
+        if not ENV_NAME.fullmatch(name):
+            raise UsageError(f"-e {value[:80]!r}: a variable name is letters, digits and _ (NAME=VALUE)")
+        if "\0" in value:
+            raise UsageError(f"-e {name}: the value has a NUL byte")
+    return values
+
+
+def _shm_size(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is not None and not SHM_SIZE.fullmatch(value):
+        raise UsageError(f"--shm-size {value[:80]!r}: a size is a number and a unit: 16g, 512m")
+    return value
+
+
 @click.command("run", cls=SplitAtDashes)
 @click.argument("image", required=False, callback=_image)
 @click.option("--here", is_flag=True, help="The image doctor chooses for this machine (the default without IMAGE).")
@@ -45,8 +66,10 @@ def _image(ctx: click.Context, param: click.Parameter, value: str | None) -> str
 @click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (--here).")
 @click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (--here).")
 @click.option("--os", "os_name", metavar="NAME", help="Only this OS base (--here).")
-@click.option("-e", "--env", "env_vars", metavar="NAME[=VALUE]", multiple=True, help="Set (or pass) a variable.")
-@click.option("--shm-size", metavar="SIZE", help="A /dev/shm of this size (16g) instead of --ipc=host.")
+@click.option("-e", "--env", "env_vars", metavar="NAME[=VALUE]", multiple=True, callback=_env_vars,
+              help="Set (or pass) a variable.")  # fmt: skip
+@click.option("--shm-size", metavar="SIZE", callback=_shm_size,
+              help="A /dev/shm of this size (16g) instead of --ipc=host.")  # fmt: skip
 @click.option("--root", is_flag=True, help="Run as the image's user (root), not as yours.")
 @click.option("-y", "--yes", is_flag=True, help="Build the chosen image without asking when it is nowhere.")
 @click.option("--force", is_flag=True, help="Run an IMAGE that will not run on this machine.")

@@ -26,13 +26,22 @@ def check(field: str, value: str, pattern: re.Pattern[str], example: str, *, sho
     """Return `value` if it is safe for `field`; else one RenderError naming the field and the problem.
 
     `shown` is what the message quotes instead of the value (a URL with its credentials redacted)."""
-    quoted = repr(value if shown is None else shown)
+    quoted = _quote(value if shown is None else shown)
     bad = _FORBIDDEN.search(value)
     if bad:
         raise RenderError(f"{field}: {quoted} contains {_describe(bad.group())}, which is not allowed in a Dockerfile")
     if not pattern.match(value):
         raise RenderError(f"{field}: {quoted} is not a valid value (example: {example})")
     return value
+
+
+QUOTED_MAX = 120  # characters of a bad value an error line quotes (a hostile file's line may be 40 kB)
+
+
+def _quote(value: str) -> str:
+    if len(value) <= QUOTED_MAX:
+        return repr(value)
+    return f"{value[:QUOTED_MAX]!r}... ({len(value)} characters)"
 
 
 def _describe(char: str) -> str:

@@ -78,7 +78,14 @@ REPO_COMMANDS: tuple[tuple[str, ...], ...] = (
     ("matrix", "ci", "--format", "bake", "-o", "@out", "--cache-repo"),
     ("doctor", "--repo"),
     ("matrix", "html", "-o", "@out", "--repo"),
+    ("run", "--dry-run", "--repo"),
 )
+
+
+IMAGE_COMMANDS = (("smoke",), ("inspect",), ("inspect", "--pull"), ("run", "--dry-run"), ("doctor", "--check"))
+
+
+IMAGE_COMMANDS = (("smoke",), ("inspect",), ("inspect", "--pull"), ("run", "--dry-run"), ("doctor", "--check"))
 
 
 def _repo_cases() -> Iterator[Case]:
@@ -88,8 +95,10 @@ def _repo_cases() -> Iterator[Case]:
     for label, value in {**BAD_REPOS, "upper-image": "Upper/Case:1", "bad-digest": "img@sha256:xyz"}.items():
         if value.startswith("a" * 10) or label == "bake-attributes":
             continue
-        for image_command in ("smoke", "inspect"):
-            yield Case(f"{image_command} image {label}", (image_command, value), 2)
+        for image_command in IMAGE_COMMANDS:
+            if image_command == ("doctor", "--check") and not value:
+                continue  # `--check ""` is `--check`: the recommended image
+            yield Case(f"{' '.join(image_command)} image {label}", (*image_command, value), 2)
 
 
 # --- files -------------------------------------------------------------------------------------------------
@@ -229,6 +238,26 @@ def _other_cases() -> Iterator[Case]:
     yield Case("smoke report under a device", ("smoke", "img:1", "--report", "/dev/zero/r.json"), 2)
     yield Case("smoke expect from a pipe-like device", ("smoke", "img:1", "--expect", "/dev/zero"), 2)
     yield Case("smoke arch nonsense", ("smoke", "img:1", "--arch", "sm_1x"), 2)
+    yield from _run_cases()
+
+
+def _run_cases() -> Iterator[Case]:
+    """`torchyard run` and `doctor --check`: every value is refused before the engine is asked."""
+    run = ("run", "--dry-run")
+    for label, name in {"empty": "", "digit first": "1A=x", "space": "A B=x", "substitution": "$(id)=1",
+                        "only a value": "=x", "newline": "A\nB=1", "dash": "-rm=1"}.items():  # fmt: skip
+        yield Case(f"run -e {label}", (*run, "-e", name, "img:1"), 2)
+    for label, size in {"empty": "", "unit": "16q", "injection": "1g;id", "negative": "-1", "zero": "0",
+                        "spaces": "16 g", "long": "9" * 40}.items():  # fmt: skip
+        yield Case(f"run --shm-size {label}", (*run, "--shm-size", size, "img:1"), 2)
+    yield Case("run image and --here", (*run, "img:1", "--here"), 2)
+    yield Case("run options without a second --", (*run, "img:1", "--", "--network", "host", "python"), 2)
+    yield Case("run python spec nonsense", (*run, "--python", "$(id)"), 2)
+    yield Case("run torch spec nonsense", (*run, "--torch", "2.x;id"), 2)
+    yield Case("run os traversal", (*run, "--os", "../../etc"), 2)
+    yield Case("doctor check timeout negative", ("doctor", "--check", "--check-timeout", "-1"), 2)
+    yield Case("inspect platform unknown", ("inspect", "img:1", "--platform", "linux/s390x"), 2)
+    yield Case("inspect platform injection", ("inspect", "img:1", "--platform", "linux/amd64;id"), 2)
 
 
 CASES = [*_query_cases(), *_repo_cases(), *_file_cases(), *_other_cases()]
