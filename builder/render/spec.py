@@ -169,9 +169,9 @@ def _toolkit(c: Combination, options: RenderOptions) -> tuple[tuple[str, ...] | 
 
 
 def _check_requirements(c: Combination, requirements: str | None) -> None:
-    for line in (requirements or "").splitlines():
+    for number, line in enumerate((requirements or "").splitlines(), 1):
         if line.strip() and not line.lstrip().startswith("#"):
-            ctx.unpinned(c, "--requirements", line.strip())
+            ctx.unpinned(c, f"--requirements line {number}", line.strip())
 
 
 def _checked(e: Extension) -> Extension:

@@ -100,7 +100,8 @@ def test_unsafe_values_are_refused_before_rendering_naming_the_flag(
     with pytest.raises(RenderError) as exc:
         field.render(payload)
     message = str(exc.value)
-    assert message.startswith(f"{field.flag}: "), message
+    flag = f"{field.flag} line 3" if field.flag == "--requirements" else field.flag  # the file's line, named
+    assert message.startswith(f"{flag}: "), message
     assert f"contains {described}, which is not allowed in a Dockerfile" in message
     assert "\n" not in message  # one line, even when the value held a newline (quoted with repr)
     assert no_render == []
@@ -112,7 +113,7 @@ def test_unsafe_values_are_refused_before_rendering_naming_the_flag(
 )
 def test_requirements_lines_that_are_not_plain_requirements_are_refused(line: str, no_render: list[str]) -> None:
     # pip options in the file would bypass the pinned index set-up; anything else is not a requirement.
-    with pytest.raises(RenderError, match=r"^--requirements: "):
+    with pytest.raises(RenderError, match=r"^--requirements line 2: "):
         plan(CUDA13, requirements=f"numpy<3\n{line}\n")
     assert no_render == []
 
