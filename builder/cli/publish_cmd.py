@@ -14,6 +14,7 @@ from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
+from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError, RenderError, UsageError
 from builder.core.files import check_writable
 from builder.core.kinds import Platform, parse_gpus, parse_platform
@@ -56,6 +57,8 @@ class PublishFlags:
     relock: bool
     registry_mirror: str | None
     platforms: tuple[Platform, ...]
+    sign_key: Path | None
+    attest: bool
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -114,6 +117,7 @@ platform_option = click.option(
 @click.option("--relock", is_flag=True, help="Resolve matrix.lock from the registries first, then build --locked.")
 @registry_mirror_option
 @platform_option
+@trust_options
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -157,6 +161,7 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
+        trust=trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path),
     )
 
 
