@@ -28,6 +28,7 @@ from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
     from builder.publish.run import PublishSettings, Report
+    from builder.trust.attest import TrustSettings
 
 DEFAULT_REPO = "torchyard"
 
@@ -125,6 +126,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     from builder.publish.run import publish, write_report
 
     m = matrix_of(ctx)
+    trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built
     network = resolve_network(NetworkFlags())
     if flags.relock:
         from builder.cli.upstream_cmd import relock as write_lock
@@ -139,7 +141,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         _dry_run(pplan, flags.repo)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
-    report = publish(pplan, _settings(flags, m, network, auth), click.echo)
+    report = publish(pplan, _settings(flags, m, network, auth, trust), click.echo)
     if report_file is not None:
         write_report(report, report_file)
     _print_report(report)
@@ -147,7 +149,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         raise SystemExit(BuildError.exit_code)
 
 
-def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None) -> PublishSettings:
+def _settings(
+    flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None, trust: TrustSettings | None
+) -> PublishSettings:
     from builder.publish.run import PublishSettings
 
     return PublishSettings(
@@ -161,7 +165,7 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
-        trust=trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path),
+        trust=trust,
     )
 
 
