@@ -23,7 +23,7 @@ from builder.core.errors import PushError
 from builder.core.kinds import Flavor
 from builder.engine import RegistryAuth, RunResult
 from builder.image.inventory import INVENTORY_MARK
-from builder.oci.refs import parse_repo
+from builder.oci.refs import ImageRef, parse_ref, parse_repo
 from builder.trust.attest import TrustSettings
 from builder.trust.keys import public_key, signing_key
 from builder.trust.verify import verify_image
@@ -86,9 +86,7 @@ def test_the_image_is_attested_and_signed_between_its_immutable_tag_and_its_alia
     assert verdict.checks and not verdict.failed and not verdict.unchecked
 
 
-def _ref() -> object:
-    from builder.oci.refs import parse_ref
-
+def _ref() -> ImageRef:
     return parse_ref(IMMUTABLE)
 
 
