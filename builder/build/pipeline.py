@@ -288,4 +288,5 @@ def _push_ref(
 def _attested(done: Attested) -> str:
     where = "under the sha256-<hex> tag (no referrers API)" if done.fallback else "as OCI referrers"
     wrote = ", ".join(done.written) or "nothing new (already attached)"
-    return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote}"
+    cost = f"{done.bytes} bytes, {done.seconds:.1f} s of which {done.read_seconds:.1f} s reading the image"
+    return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote} ({cost})"

@@ -23,6 +23,7 @@ EMPTY_TYPE = "application/vnd.oci.empty.v1+json"  # the config of an artifact th
 class Attached:
     digest: str  # the artifact manifest's digest
     fallback: bool  # True: listed under the sha256-<hex> tag (the registry has no referrers API)
+    bytes: int = 0  # written: the content, the artifact manifest (and the fallback index)
 
 
 def referrers_tag(digest: str) -> str:
@@ -62,21 +63,24 @@ def attach(
     raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
     digest, reply = client.put_manifest_reply(repo, digest_of(raw), raw, OCI_MANIFEST)
     if reply.header("oci-subject") == subject.digest:
-        return Attached(digest, fallback=False)
+        return Attached(digest, fallback=False, bytes=len(content) + len(raw))
     entry = {"mediaType": OCI_MANIFEST, "digest": digest, "size": len(raw), "artifactType": artifact_type}
     entry["annotations"] = manifest["annotations"]
-    _add_to_fallback(client, repo, subject.digest, entry)
-    return Attached(digest, fallback=True)
+    index = _add_to_fallback(client, repo, subject.digest, entry)
+    return Attached(digest, fallback=True, bytes=len(content) + len(raw) + index)
 
 
-def _add_to_fallback(client: Distribution, repo: RepoRef, subject: str, entry: dict[str, Any]) -> None:
+def _add_to_fallback(client: Distribution, repo: RepoRef, subject: str, entry: dict[str, Any]) -> int:
+    """The fallback index with `entry` added (the bytes of the index written; 0 when it was listed already)."""
     tag = referrers_tag(subject)
     found = client.manifest(repo, tag)
     listed = list((found.data.get("manifests") or []) if found is not None else [])
     if any(item.get("digest") == entry["digest"] for item in listed):
-        return
+        return 0
     index = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [*listed, entry]}
-    client.put_manifest(repo, tag, json.dumps(index, sort_keys=True, separators=(",", ":")).encode(), OCI_INDEX)
+    raw = json.dumps(index, sort_keys=True, separators=(",", ":")).encode()
+    client.put_manifest(repo, tag, raw, OCI_INDEX)
+    return len(raw)
 
 
 def referrers(

@@ -39,7 +39,8 @@ class Attested:
     provenance: str = ""
     signed: list[str] = field(default_factory=list)  # digests signed in this run
     written: list[str] = field(default_factory=list)  # what this run wrote: sbom, provenance, signature
-    bytes: int = 0  # of the SBOM and the statement
+    bytes: int = 0  # written to the registry: documents, artifact manifests, fallback indexes, signatures
+    read_seconds: float = 0.0  # of which reading the image's contents (a container run)
     seconds: float = 0.0
     fallback: bool = False  # listed under the sha256-<hex> tag (no referrers API)
 
@@ -61,24 +62,33 @@ def attest(target: Target, settings: TrustSettings, facts: slsa.BuildFacts) -> A
     inventory: Inventory | None = None
     found = _existing(target, sbom.MEDIA_TYPE)
     if found is None:
-        inventory = target.contents()
+        inventory = _read(target, done)
         text = sbom.make_sbom(inventory, target.subject, settings.facts, facts.finished or datetime.now(UTC))
         found = _attach(target, sbom.MEDIA_TYPE, text.encode(), done, "sbom")
     done.sbom = found
     found = _existing(target, slsa.MEDIA_TYPE)
     if found is None:
-        inventory = inventory or target.contents()
+        inventory = inventory or _read(target, done)
         statement = slsa.make_statement(target.subject.repo, done.digest, facts, inventory)
         found = _attach(target, slsa.MEDIA_TYPE, statement.encode(), done, "provenance")
     done.provenance = found
     if settings.key is not None:
         for digest in (done.digest, done.sbom, done.provenance):
-            if cosign.sign(target.client, target.repo, digest, settings.key):
+            written = cosign.sign(target.client, target.repo, digest, settings.key)
+            if written:
                 done.signed.append(digest)
+                done.bytes += written
         if done.signed:
             done.written.append("signature")
     done.seconds = time.monotonic() - start
     return done
+
+
+def _read(target: Target, done: Attested) -> Inventory:
+    start = time.monotonic()
+    found = target.contents()
+    done.read_seconds = time.monotonic() - start
+    return found
 
 
 def _existing(target: Target, artifact_type: str) -> str | None:
@@ -89,7 +99,7 @@ def _existing(target: Target, artifact_type: str) -> str | None:
 def _attach(target: Target, artifact_type: str, content: bytes, done: Attested, what: str) -> str:
     annotations = {"org.opencontainers.image.created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
     attached = attach(target.client, target.repo, target.manifest, artifact_type, content, annotations)
-    done.bytes += len(content)
+    done.bytes += attached.bytes
     done.fallback = attached.fallback
     done.written.append(what)
     return attached.digest

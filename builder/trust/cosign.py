@@ -83,12 +83,13 @@ def _payload_problem(raw: bytes, repository: str, digest: str) -> str | None:
     return None
 
 
-def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> bool:
-    """Store a signature of `digest` by `key`; False when one by this key was already there."""
+def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> int:
+    """Store a signature of `digest` by `key`: the bytes written (payload, config, manifest); 0 when one by this
+    key was already there."""
     existing = client.manifest(repo, sig_tag(digest))
     public = _public(key)
     if any(verifies(public, s.payload, s.signature) for s in signatures(client, repo, digest)):
-        return False
+        return 0
     body = payload(identity(repo), digest)
     layers = list(existing.data.get("layers") or []) if existing is not None else []
     layer = {"mediaType": PAYLOAD_TYPE, "digest": digest_of(body), "size": len(body),
@@ -104,8 +105,9 @@ def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> b
         "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config), "size": len(config)},
         "layers": layers,
     }
-    client.put_manifest(repo, sig_tag(digest), json.dumps(manifest, separators=(",", ":")).encode(), OCI_MANIFEST)
-    return True
+    raw = json.dumps(manifest, separators=(",", ":")).encode()
+    client.put_manifest(repo, sig_tag(digest), raw, OCI_MANIFEST)
+    return len(body) + len(config) + len(raw)
 
 
 def _config(layer_digests: list[str]) -> bytes:
