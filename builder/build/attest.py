@@ -13,7 +13,7 @@ from builder.core.errors import PushError
 from builder.engine import Engine, RegistryAuth, split_ref
 from builder.oci.refs import parse_repo
 from builder.trust.attest import Attested, Target, TrustSettings, attest
-from builder.trust.inventory import Inventory, read_inventory
+from builder.trust.inventory import Inventory, read_inventory, stack_of
 from builder.trust.sbom import Subject
 from builder.trust.slsa import BuildFacts, Material
 
@@ -28,9 +28,11 @@ def attest_image(
     times: tuple[datetime | None, datetime | None],
     image: str,
     auth: RegistryAuth | None,
+    observed: dict[str, object] | None = None,
 ) -> Attested:
     """SBOM, provenance and signatures for the image the registry holds under `ref` (its immutable tag).
-    `image`: the local image (id) to read the contents from; "" when only the registry has it (pulled then)."""
+    `image`: the local image (id) to read the contents from; "" when only the registry has it (pulled then).
+    `observed`: what the smoke suite read in it this run (its stack is then not asked of torch again)."""
     repo_text, tag = split_ref(ref)
     repo = parse_repo(repo_text)
     manifest = registry.client.manifest(repo, tag)
@@ -40,7 +42,8 @@ def attest_image(
                       os_id=re.sub(r"^([a-z]+)(\d)", r"\1-\2", plan.combination.os.name))  # fmt: skip
 
     def contents() -> Inventory:
-        return read_inventory(engine, image or engine.pull(ref, auth).id)
+        stack = stack_of(observed) if observed else None
+        return read_inventory(engine, image or engine.pull(ref, auth).id, stack)
 
     facts = trust.facts | {"combination": plan.id, "flavor": target.flavor.value}
     settings = TrustSettings(key=trust.key, facts=facts, builder_id=trust.builder_id, materials=trust.materials)
@@ -71,6 +74,7 @@ def build_facts(
         builder_id=trust.builder_id,
         materials=(*trust.materials, *bases, dockerfile),
         parameters=parameters,
+        internal={key: value for key, value in sorted(trust.facts.items()) if value},  # matrix commit and sha256
         started=times[0],
         finished=times[1],
     )

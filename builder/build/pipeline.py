@@ -263,8 +263,9 @@ def _push(
     if settings.trust is not None:
         check_cancelled("attesting")
         times = (outcome.started, outcome.finished)
+        observed = outcome.smoke.observed.to_dict() if outcome.smoke else None
         outcome.attested = attest_image(
-            engine, registry, plan, target, refs[0], settings.trust, times, outcome.image_id, settings.auth
+            engine, registry, plan, target, refs[0], settings.trust, times, outcome.image_id, settings.auth, observed
         )
         log(f"[{target.flavor.value}] {_attested(outcome.attested)}")
     for ref in refs[1:]:

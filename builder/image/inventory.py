@@ -2,7 +2,8 @@
 dpkg status database, every Python distribution the image's `python` sees (the set `pip freeze --all` lists),
 and the stack as torch itself reports it.
 
-    python inventory.py        prints one line: INVENTORY_MARK followed by the JSON object
+    python inventory.py [--no-torch]    prints one line: INVENTORY_MARK followed by the JSON object
+                                        (--no-torch: the stack is known already, from the smoke suite's report)
 
 Standard library only, Python 3.8 and later: it runs with the Python of the image being described (torchyard
 passes this file's text to `python -c`). torch is imported last and may be missing; what cannot be read is
@@ -117,7 +118,7 @@ def _ask(question: Any) -> Any:
         return None
 
 
-def inventory() -> dict[str, Any]:
+def inventory(with_torch: bool = True) -> dict[str, Any]:
     dpkg = None
     if os.path.exists(DPKG_STATUS):
         with open(DPKG_STATUS, encoding="utf-8", errors="replace") as status:
@@ -127,9 +128,9 @@ def inventory() -> dict[str, Any]:
         "dpkg": dpkg,
         "python": sys.executable,
         "distributions": distributions(),
-        "stack": torch_stack(),
+        "stack": torch_stack() if with_torch else {},
     }
 
 
 if __name__ == "__main__":
-    print(INVENTORY_MARK + json.dumps(inventory(), sort_keys=True))
+    print(INVENTORY_MARK + json.dumps(inventory("--no-torch" not in sys.argv[1:]), sort_keys=True))

@@ -78,7 +78,9 @@ def test_the_image_is_attested_and_signed_between_its_immutable_tag_and_its_alia
     engine = _engine(wheels_plan, memory, fake_registry)
     [outcome], log = _run(engine, wheels_plan, tmp_path, trust)
     assert engine.ops() == ["info", "build", "inspect", "run", "tag", "tag", "push", "run", "push"]
-    assert engine.of("run")[1].args[1:3] == ("python", "-c")  # the inventory, after the immutable push
+    inventory = engine.of("run")[1].args
+    assert inventory[1:3] == ("python", "-c")  # the inventory, after the immutable push
+    assert inventory[-1] == "--no-torch"  # the stack comes from this run's smoke suite: torch is not imported again
     assert engine.pushed() == [IMMUTABLE, ALIAS]
     assert outcome.attested is not None and outcome.attested.written == ["sbom", "provenance", "signature"]
     assert any(line.startswith(f"[runtime] attested {outcome.attested.digest}: sbom ") for line in log)
@@ -105,6 +107,7 @@ def test_a_refused_upload_holds_the_aliases_and_a_rerun_finishes_without_buildin
     [outcome], _ = _run(engine, wheels_plan, tmp_path, trust)
     ops = [c.op for c in engine.calls[first:]]
     assert "build" not in ops and ops.count("push") == 1 and engine.pushed()[-1] == ALIAS
+    assert engine.of("run")[-1].args[-1] != "--no-torch"  # no smoke suite this run: torch answers itself
     assert outcome.status == "up-to-date" and outcome.attested is not None
     assert verify_image(fake_registry.client, _ref(), public_key(tmp_path / "key.pem.pub")).failed == []
 

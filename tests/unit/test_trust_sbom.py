@@ -15,7 +15,7 @@ from fake_engine import FakeEngine
 from builder.core.errors import BuildError
 from builder.engine import RunResult
 from builder.image.inventory import INVENTORY_MARK, license_of, parse_dpkg_status, wheel_sha256
-from builder.trust.inventory import parse_inventory, read_inventory
+from builder.trust.inventory import parse_inventory, read_inventory, stack_of
 from builder.trust.sbom import NOT_RECORDED, Subject, make_sbom, validate
 
 STATUS = """Package: libc6
@@ -178,3 +178,13 @@ def test_an_image_whose_inventory_fails_stops_the_attestation() -> None:
     engine.scripted["python"] = RunResult(1, "Traceback ... ImportError")
     with pytest.raises(BuildError, match="reading the contents of img for its SBOM exited 1"):
         read_inventory(engine, "img")
+
+
+def test_the_stack_from_the_smoke_suites_report_and_torch_not_asked_again() -> None:
+    observed = {"torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": 92400, "nccl": None, "torch_arch_list": ["sm_90"]}
+    stack = stack_of(observed)
+    assert stack == {"torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": "92400", "nccl": None, "archs": "sm_90"}
+    engine = FakeEngine({})
+    engine.scripted["python"] = RunResult(0, INVENTORY_MARK + json.dumps(INVENTORY | {"stack": {}}) + "\n")
+    found = read_inventory(engine, "img", stack)
+    assert found.stack == stack and engine.calls[-1].args[-1] == "--no-torch"
