@@ -89,3 +89,17 @@ def test_a_public_key_that_is_not_p256_is_refused(tmp_path: Path) -> None:
         public_key(tmp_path / "rsa.pem.pub")
     with pytest.raises(UsageError, match="cannot be read"):
         public_key(tmp_path / "missing.pub")
+
+
+def test_no_settings_object_that_carries_the_key_shows_it(tmp_path: Path) -> None:
+    from builder.build.pipeline import BuildSettings
+    from builder.core.kinds import Flavor
+    from builder.publish.run import PublishSettings
+    from builder.trust.attest import TrustSettings
+
+    path = write_key(tmp_path)
+    trust = TrustSettings(key=signing_key(path, {}))
+    body = path.read_text().splitlines()[1]
+    build = BuildSettings(repo="r", flavors=(Flavor.RUNTIME,), out_dir=tmp_path, trust=trust)
+    publish = PublishSettings(repo="r", out_root=tmp_path, trust=trust)
+    assert not [text for text in (repr(trust), repr(build), repr(publish), str(vars(trust))) if body in text]
