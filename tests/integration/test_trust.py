@@ -153,12 +153,13 @@ def test_a_tampered_copy_under_the_same_tag_and_an_unsigned_image_are_refused(
         refused = _verify(tag, signed)
         assert refused.code == 4 and "a copy under another digest" in refused.err, refused.text
         plain = _standard(tag, signed.public)
-        assert plain.returncode == 1 and plain.stdout.startswith("REFUSED"), plain.stdout
+        assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {tag}: no signature by"), plain.stdout
     finally:
         docker("rmi", tag)
     unsigned = _verify(e2e.ref("devel"), signed)
     assert unsigned.code == 4 and ": refused: signature of sha256:" in unsigned.err and "no signature" in unsigned.err
-    assert _standard(e2e.ref("devel"), signed.public).returncode == 1
+    plain = _standard(e2e.ref("devel"), signed.public)
+    assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {e2e.ref('devel')}: no signature for sha256:")
 
 
 def _verify(ref: str, signed: Signed) -> Run:
