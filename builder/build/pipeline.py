@@ -8,8 +8,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
+from builder.build.attest import attest_image
 from builder.build.context_dir import write_context
 from builder.build.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.build.registry import Registry
@@ -23,6 +25,7 @@ from builder.core.redact import redact
 from builder.core.stage_times import StageTimes
 from builder.engine import Engine, RegistryAuth
 from builder.render.tags import member_tag
+from builder.trust.attest import Attested, TrustSettings
 
 Log = Callable[[str], None]
 
@@ -42,6 +45,7 @@ class BuildSettings:
     force: bool = False  # write into a non-empty output folder torchyard did not write
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
     progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/core/progress.py)
+    trust: TrustSettings | None = field(default=None, repr=False)  # with --push: SBOM, provenance, signatures
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
 
@@ -58,6 +62,9 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # seconds per Dockerfile stage, and the smoke suite
+    started: datetime | None = None  # wall clock: the build's start, the smoke suite's end (the provenance's times)
+    finished: datetime | None = None
+    attested: Attested | None = None  # what builder/trust attached in the registry (with --push and trust)
 
 
 def build(
@@ -150,6 +157,7 @@ def _build_and_verify(
 ) -> None:
     name = target.flavor.value
     start = time.monotonic()
+    outcome.started = datetime.now(UTC)
     log_path = settings.out_dir / f"build-{name}.log"
     progress = BuildProgress(name, log, settings.progress)
     times = StageTimes()
@@ -189,6 +197,7 @@ def _build_and_verify(
     outcome.smoke = _smoke(engine, plan, target, settings, outcome, log, native)
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
     check_tag(plan, target, outcome.smoke.observed, str(outcome.smoke.data.get("machine") or ""))
+    outcome.finished = datetime.now(UTC)
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = plan.spec.cuda_home or "/usr/local/cuda"
         outcome.notes.append(
@@ -247,15 +256,38 @@ def _push(
     outcome: Outcome,
     log: Log,
 ) -> None:
-    """The immutable tag first, then the aliases; refs already holding this content are left alone."""
-    name = target.flavor.value
-    for ref in _refs(settings, plan, target):
-        if registry.holds(ref, plan.content_hash):
-            continue
-        if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
-            outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
-            engine.tag(outcome.image_id, ref)
-        digest = engine.push(ref, settings.auth, lambda line: None)
-        outcome.pushed.append(ref)
-        outcome.digest = outcome.digest or digest
-        log(f"[{name}] pushed {ref} ({digest})")
+    """The immutable tag first, then its SBOM, provenance and signatures (with settings.trust), then the aliases;
+    refs already holding this content are left alone, and so are attachments already there."""
+    refs = _refs(settings, plan, target)
+    _push_ref(engine, registry, plan, settings, outcome, refs[0], log)
+    if settings.trust is not None:
+        check_cancelled("attesting")
+        times = (outcome.started, outcome.finished)
+        observed = outcome.smoke.observed.to_dict() if outcome.smoke else None
+        outcome.attested = attest_image(
+            engine, registry, plan, target, refs[0], settings.trust, times, outcome.image_id, settings.auth, observed
+        )
+        log(f"[{target.flavor.value}] {_attested(outcome.attested)}")
+    for ref in refs[1:]:
+        _push_ref(engine, registry, plan, settings, outcome, ref, log)
+
+
+def _push_ref(
+    engine: Engine, registry: Registry, plan: Plan, settings: BuildSettings, outcome: Outcome, ref: str, log: Log
+) -> None:
+    if registry.holds(ref, plan.content_hash):
+        return
+    if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
+        outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
+        engine.tag(outcome.image_id, ref)
+    digest = engine.push(ref, settings.auth, lambda line: None)
+    outcome.pushed.append(ref)
+    outcome.digest = outcome.digest or digest
+    log(f"[{outcome.flavor.value}] pushed {ref} ({digest})")
+
+
+def _attested(done: Attested) -> str:
+    where = "under the sha256-<hex> tag (no referrers API)" if done.fallback else "as OCI referrers"
+    wrote = ", ".join(done.written) or "nothing new (already attached)"
+    cost = f"{done.bytes} bytes, {done.seconds:.1f} s of which {done.read_seconds:.1f} s reading the image"
+    return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote} ({cost})"

@@ -19,6 +19,7 @@ from builder.build.request import Chosen
 from builder.cli.common import image_command_options, prepare
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
+from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
@@ -42,6 +43,8 @@ class BuildFlags:
     force: bool
     dry_run: bool
     verbose: bool
+    sign_key: Path | None
+    attest: bool
     shared: Mapping[str, Any]
 
     def __post_init__(self) -> None:
@@ -55,12 +58,14 @@ class BuildFlags:
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks on these GPUs.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
+@trust_options
 @click.pass_context
 @takes(BuildFlags)
 def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     m, options, chosen = prepare(ctx, dict(flags.shared), flags.target)
+    trust = trust_settings(flags.sign_key, flags.attest, flags.push, m.path)  # a bad key stops here: nothing built
     plan = chosen.plan
     provenance = tuple(sorted(provenance_labels(Path(m.path).parent).items()))
     out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
@@ -81,6 +86,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         force=flags.force,
         provenance=provenance,
         progress=mode_for(),
+        trust=trust,
     )
     if chosen.more:
         _build_platforms(chosen.plans, settings)

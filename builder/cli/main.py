@@ -33,6 +33,7 @@ _COMMANDS = {
     "publish": "builder.cli.publish_cmd:publish_cmd",
     "promote": "builder.cli.promote_cmd:promote_cmd",
     "run": "builder.cli.run_cmd:run_cmd",
+    "verify-image": "builder.cli.verify_cmd:verify_cmd",
 }
 
 

@@ -14,6 +14,7 @@ from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
+from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError, RenderError, UsageError
 from builder.core.files import check_writable
 from builder.core.kinds import Platform, parse_gpus, parse_platform
@@ -27,6 +28,7 @@ from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
     from builder.publish.run import PublishSettings, Report
+    from builder.trust.attest import TrustSettings
 
 DEFAULT_REPO = "torchyard"
 
@@ -56,6 +58,8 @@ class PublishFlags:
     relock: bool
     registry_mirror: str | None
     platforms: tuple[Platform, ...]
+    sign_key: Path | None
+    attest: bool
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -114,6 +118,7 @@ platform_option = click.option(
 @click.option("--relock", is_flag=True, help="Resolve matrix.lock from the registries first, then build --locked.")
 @registry_mirror_option
 @platform_option
+@trust_options
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -121,6 +126,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     from builder.publish.run import publish, write_report
 
     m = matrix_of(ctx)
+    trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built
     network = resolve_network(NetworkFlags())
     if flags.relock:
         from builder.cli.upstream_cmd import relock as write_lock
@@ -135,7 +141,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         _dry_run(pplan, flags.repo)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
-    report = publish(pplan, _settings(flags, m, network, auth), click.echo)
+    report = publish(pplan, _settings(flags, m, network, auth, trust), click.echo)
     if report_file is not None:
         write_report(report, report_file)
     _print_report(report)
@@ -143,7 +149,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         raise SystemExit(BuildError.exit_code)
 
 
-def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None) -> PublishSettings:
+def _settings(
+    flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None, trust: TrustSettings | None
+) -> PublishSettings:
     from builder.publish.run import PublishSettings
 
     return PublishSettings(
@@ -157,6 +165,7 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
+        trust=trust,
     )
 
 

@@ -15,3 +15,5 @@ DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret
 PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/core/provenance.py)
 REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]
+SIGN_KEY = "TORCHYARD_SIGN_KEY"  # the team's signing key itself (PEM), when not in a file (--sign-key PATH)
+SIGN_KEY_PASSWORD = "TORCHYARD_SIGN_KEY_PASSWORD"  # the password of an encrypted PEM signing key

@@ -61,3 +61,15 @@ class Interrupted(TorchyardError):
     """The user interrupted a run (SIGINT); nothing unverified was tagged."""
 
     exit_code = 130
+
+
+class TrustError(TorchyardError):
+    """An image's signature, SBOM or provenance is missing, or does not match the image (verify-image)."""
+
+    exit_code = 4
+
+
+class CannotTellError(TorchyardError):
+    """A check could not run for an input not given (verify-image without --key): neither yes nor no."""
+
+    exit_code = 6

@@ -133,6 +133,11 @@ class Distribution:
 
     def put_manifest(self, repo: RepoRef, reference: str, raw: bytes, media_type: str) -> str:
         """Store a manifest or index under a tag (or its digest); returns the digest the registry gives it."""
+        return self.put_manifest_reply(repo, reference, raw, media_type)[0]
+
+    def put_manifest_reply(self, repo: RepoRef, reference: str, raw: bytes, media_type: str) -> tuple[str, Reply]:
+        """put_manifest, and the registry's reply (an OCI 1.1 registry answers a manifest with a subject with
+        the header OCI-Subject)."""
         headers = {"Content-Type": media_type}
         url = f"{repo.base}/manifests/{reference}"
         reply = self._call("PUT", repo, url, _push(repo), headers=headers, data=raw)
@@ -140,7 +145,25 @@ class Distribution:
         digest = reply.header("docker-content-digest") or digest_of(raw)
         if digest != digest_of(raw):
             raise PushError(f"registry {repo.host} stored {repo.name}:{reference} as {digest}, not {digest_of(raw)}")
-        return digest
+        return digest, reply
+
+    def referrers(self, repo: RepoRef, digest: str) -> dict[str, Any] | None:
+        """The OCI 1.1 referrers index of a manifest; None when the registry has no referrers API (404)."""
+        url = f"{repo.base}/referrers/{digest}"
+        reply = self._call("GET", repo, url, _pull(repo), accept=OCI_INDEX)
+        if reply.status == 404 or not (reply.header("content-type") or "").startswith(OCI_INDEX):
+            return None
+        self._check(reply, repo, "read")
+        data: dict[str, Any] = json.loads(reply.body)
+        return data
+
+    def blob(self, repo: RepoRef, digest: str) -> bytes:
+        """A small blob's bytes (an SBOM, a signature payload), checked against its digest."""
+        reply = self._call("GET", repo, f"{repo.base}/blobs/{digest}", _pull(repo))
+        self._check(reply, repo, "read")
+        if digest_of(reply.body) != digest:
+            raise PushError(f"registry {repo.host} answered blob {digest} of {repo.name} with other content")
+        return reply.body
 
     def mount(self, source: RepoRef, target: RepoRef, digest: str) -> str | None:
         """Cross-repository blob mount (same registry). None when mounted; else the upload location the

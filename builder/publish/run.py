@@ -29,6 +29,7 @@ from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.render.tags import ImageTags
+from builder.trust.attest import TrustSettings
 
 Log = Callable[[str], None]
 
@@ -45,6 +46,7 @@ class PublishSettings:
     aliases_only: bool = False  # build nothing: move the aliases of images already published
     pip_conf: str | None = field(default=None, repr=False)
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
+    trust: TrustSettings | None = field(default=None, repr=False)  # SBOM, provenance, signatures before aliases
 
 
 @dataclass
@@ -234,6 +236,7 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         force=True,  # publish made this group folder itself (its publish.log is already there)
         require_archs=group.require_archs,
         provenance=settings.provenance,
+        trust=settings.trust,
     )
 
 

@@ -24,6 +24,8 @@ class MemoryRegistry:
     mountable: bool = True
     mounts: list[tuple[str, str, str]] = field(default_factory=list)  # (from, to, digest)
     uploads: list[tuple[str, str]] = field(default_factory=list)  # (repo, digest)
+    referrers_api: bool = False  # True: an OCI 1.1 registry (OCI-Subject, GET /referrers/<digest>); False: 2.8's
+    refuse_puts: bool = False  # every manifest PUT is answered 403 (a registry that refuses an upload)
     _sessions: int = 0
 
     def attach(self, net: Net) -> MemoryRegistry:
@@ -40,7 +42,7 @@ class MemoryRegistry:
             return self._finish(path[len("/v2/") :].split("/blobs/uploads/")[0], sent)
         match = _PATH.match(path)
         if match is None:
-            return Answer(404, b"")
+            return self._referrers(path, sent)
         if match["kind"] == "blobs":
             blob = self.blobs.get((match["name"], match["rest"]))
             return Answer(200, blob, {"Docker-Content-Digest": match["rest"]}) if blob is not None else Answer(404, b"")
@@ -48,14 +50,31 @@ class MemoryRegistry:
 
     def _manifest(self, name: str, ref: str, sent: Sent) -> Answer:
         if sent.method == "PUT":
+            if self.refuse_puts:
+                return Answer(403, b"")
             digest = digest_of(sent.body)
             media = sent.headers.get("Content-Type", "")
             self.manifests[name, ref] = self.manifests[name, digest] = (sent.body, media)
-            return Answer(201, b"", {"Docker-Content-Digest": digest})
+            subject = (json.loads(sent.body).get("subject") or {}).get("digest") if self.referrers_api else None
+            return Answer(201, b"", {"Docker-Content-Digest": digest} | ({"OCI-Subject": subject} if subject else {}))
         found = self.manifests.get((name, ref))
         if found is None:
             return Answer(404, b"")
         return Answer(200, found[0], {"Content-Type": found[1], "Docker-Content-Digest": digest_of(found[0])})
+
+    def _referrers(self, path: str, sent: Sent) -> Answer:
+        """GET /v2/<name>/referrers/<digest> where the registry has the API; 404 (an unknown route) where not."""
+        if not self.referrers_api or "/referrers/" not in path or sent.method != "GET":
+            return Answer(404, b"")
+        name, subject = path[len("/v2/") :].split("/referrers/")
+        found = []
+        for (repo, ref), (raw, media) in self.manifests.items():
+            data = json.loads(raw)
+            if repo == name and ref.startswith("sha256:") and (data.get("subject") or {}).get("digest") == subject:
+                entry = {"mediaType": media, "digest": ref, "size": len(raw), "artifactType": data.get("artifactType")}
+                found.append(entry)
+        index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": found}
+        return Answer(200, json.dumps(index).encode(), {"Content-Type": "application/vnd.oci.image.index.v1+json"})
 
     def _finish(self, name: str, sent: Sent) -> Answer:
         digest = sent.query["digest"][0]

@@ -22,13 +22,21 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"render"}),
     frozenset({"engine", "net"}),  # the docker and requests seams
     frozenset({"oci"}),
+    frozenset({"trust"}),  # SBOM, provenance, signatures: over oci/ (attachments) and engine/ (the contents)
     frozenset({"build"}),
     frozenset({"host", "upstream"}),
     frozenset({"publish"}),
     frozenset({"site"}),
     frozenset({"cli", "__main__"}),
 )
-SEAMS = {"click": {"cli"}, "docker": {"engine", "oci"}, "requests": {"net"}, "jinja2": {"render", "site"}}
+SEAMS = {
+    "click": {"cli"},
+    "docker": {"engine", "oci"},
+    "requests": {"net"},
+    "jinja2": {"render", "site"},
+    "cyclonedx": {"trust"},
+    "cryptography": {"trust"},
+}
 
 
 def _part(module: str) -> str:

@@ -181,6 +181,20 @@ def _promote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, An
         return cli(capsys, "promote", "127.0.0.1:5000/team/cand:t1", "127.0.0.1:5000/team/pub:t1", "--json")
 
 
+def _verify_image(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    from test_trust_registry import FACTS, RP, _target
+    from trust_kit import registry, write_key
+
+    from builder.trust.attest import TrustSettings, attest
+    from builder.trust.keys import signing_key
+
+    memory, client = registry()
+    attest(_target(memory, client), TrustSettings(key=signing_key(write_key(tmp_path), {})), FACTS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("builder.oci.client.Distribution", lambda **_: client)
+        return cli(capsys, "verify-image", f"{RP}:t1", "--key", str(tmp_path / "key.pem.pub"), "--json")
+
+
 RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]] = {
     "`torchyard lookup --json`": lambda c, t: cli(c, "lookup", "--driver", "535", "--gpu", "RTX 4090", "--json"),
     "`torchyard explain --json`": lambda c, t: cli(c, "explain", "--gpu", "RTX 4090", "--json"),
@@ -197,6 +211,7 @@ RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]]
     "`torchyard publish --report FILE`": _publish_report,
     "`torchyard matrix verify --json`": _verify,
     "`torchyard promote SRC DST --json`": _promote,
+    "`torchyard verify-image REF --json`": _verify_image,
 }
 
 

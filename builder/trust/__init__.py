@@ -1,0 +1,1 @@
+"""SBOM, provenance and signatures: what a platform team needs to trust an image (docs/trust.md)."""

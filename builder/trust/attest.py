@@ -1,0 +1,114 @@
+"""Attach an image's SBOM and provenance in its registry, and sign the image and both attachments, after the
+smoke suite passed and before any alias moves (builder/build/pipeline.py calls this between the immutable tag's
+push and the aliases').
+
+Idempotent: what the registry already holds for the digest (an SBOM, a provenance statement, a signature by
+this key) is not written again, so a rerun after a refused upload finishes the job without rebuilding, and
+reads the image's contents only when an SBOM is still missing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from builder.oci.client import Distribution, Manifest
+from builder.oci.referrers import artifact_content, attach, referrers
+from builder.oci.refs import RepoRef
+from builder.trust import cosign, sbom, slsa
+from builder.trust.inventory import Inventory
+from builder.trust.keys import SigningKey
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrustSettings:
+    """What a build needs to attest: the key (None: SBOM and provenance unsigned) and its facts."""
+
+    key: SigningKey | None = field(default=None, repr=False)
+    facts: dict[str, str | None] = field(default_factory=dict)  # SBOM properties: matrix commit, combination
+    builder_id: str = slsa.LOCAL_BUILDER
+    materials: tuple[slsa.Material, ...] = ()  # matrix.toml, base images: the build adds the Dockerfile
+
+
+@dataclass
+class Attested:
+    digest: str  # the image's
+    sbom: str = ""  # the artifact manifests' digests
+    provenance: str = ""
+    signed: list[str] = field(default_factory=list)  # digests signed in this run
+    written: list[str] = field(default_factory=list)  # what this run wrote: sbom, provenance, signature
+    bytes: int = 0  # written to the registry: documents, artifact manifests, fallback indexes, signatures
+    read_seconds: float = 0.0  # of which reading the image's contents (a container run)
+    seconds: float = 0.0
+    fallback: bool = False  # listed under the sha256-<hex> tag (no referrers API)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """The image in its registry, and how to read its contents when its SBOM must be made."""
+
+    client: Distribution
+    repo: RepoRef
+    manifest: Manifest
+    subject: sbom.Subject
+    contents: Callable[[], Inventory]
+
+
+def attest(target: Target, settings: TrustSettings, facts: slsa.BuildFacts) -> Attested:
+    start = time.monotonic()
+    done = Attested(target.manifest.digest)
+    inventory: Inventory | None = None
+    found = _existing(target, sbom.MEDIA_TYPE)
+    if found is None:
+        inventory = _read(target, done)
+        text = sbom.make_sbom(inventory, target.subject, settings.facts, facts.finished or datetime.now(UTC))
+        found = _attach(target, sbom.MEDIA_TYPE, text.encode(), done, "sbom")
+    done.sbom = found
+    found = _existing(target, slsa.MEDIA_TYPE)
+    if found is None:
+        inventory = inventory or _read(target, done)
+        statement = slsa.make_statement(target.subject.repo, done.digest, facts, inventory)
+        found = _attach(target, slsa.MEDIA_TYPE, statement.encode(), done, "provenance")
+    done.provenance = found
+    if settings.key is not None:
+        for digest in (done.digest, done.sbom, done.provenance):
+            written = cosign.sign(target.client, target.repo, digest, settings.key)
+            if written:
+                done.signed.append(digest)
+                done.bytes += written
+        if done.signed:
+            done.written.append("signature")
+    done.seconds = time.monotonic() - start
+    return done
+
+
+def _read(target: Target, done: Attested) -> Inventory:
+    start = time.monotonic()
+    found = target.contents()
+    done.read_seconds = time.monotonic() - start
+    return found
+
+
+def _existing(target: Target, artifact_type: str) -> str | None:
+    listed = referrers(target.client, target.repo, target.manifest.digest, artifact_type)
+    return str(listed[0]["digest"]) if listed else None
+
+
+def _attach(target: Target, artifact_type: str, content: bytes, done: Attested, what: str) -> str:
+    annotations = {"org.opencontainers.image.created": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    attached = attach(target.client, target.repo, target.manifest, artifact_type, content, annotations)
+    done.bytes += attached.bytes
+    done.fallback = attached.fallback
+    done.written.append(what)
+    return attached.digest
+
+
+def read_attached(client: Distribution, repo: RepoRef, digest: str, artifact_type: str) -> tuple[str, bytes] | None:
+    """(artifact digest, content) of the first attachment of this type that names `digest`; None when none."""
+    for item in referrers(client, repo, digest, artifact_type):
+        content = artifact_content(client, repo, str(item["digest"]), digest)
+        if content is not None:
+            return str(item["digest"]), content
+    return None

@@ -1,0 +1,132 @@
+"""Signatures as cosign writes them, so that cosign, skopeo and podman verify them with the team's public key:
+a "simple signing" payload naming the image's repository and manifest digest, signed with ECDSA P-256, stored
+as a layer of an OCI image manifest under the tag `sha256-<hex>.sig` with the base64 signature in the layer's
+annotation `dev.cosignproject.cosign/signature` (skopeo / podman: registries.d `use-sigstore-attachments: true`).
+
+A digest that already carries a signature by this key is not signed again; a signature by another key is
+kept (cosign appends, too).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from builder.oci.client import OCI_MANIFEST, Distribution, digest_of
+from builder.oci.referrers import sig_tag
+from builder.oci.refs import DOCKER_HUB, RepoRef
+from builder.trust.keys import SigningKey, verifies
+
+PAYLOAD_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
+SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
+SIGNATURE_KIND = "cosign container image signature"
+CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
+
+
+@dataclass(frozen=True)
+class Signature:
+    payload: bytes
+    signature: str  # base64 DER
+
+
+def identity(repo: RepoRef) -> str:
+    """The repository as skopeo and podman name it in a signature: Docker Hub as docker.io."""
+    return f"docker.io/{repo.name}" if repo.host == DOCKER_HUB else str(repo)
+
+
+def payload(repository: str, digest: str) -> bytes:
+    """cosign's payload, its field order and all (`optional` null: no annotations are signed)."""
+    critical = {
+        "identity": {"docker-reference": repository},
+        "image": {"docker-manifest-digest": digest},
+        "type": SIGNATURE_KIND,
+    }
+    return json.dumps({"critical": critical, "optional": None}, separators=(",", ":")).encode()
+
+
+def signatures(client: Distribution, repo: RepoRef, digest: str) -> Iterator[Signature]:
+    """Every cosign signature stored for `digest` (none when its .sig tag does not exist)."""
+    found = client.manifest(repo, sig_tag(digest))
+    for layer in (found.data.get("layers") or []) if found is not None else []:
+        annotation = (layer.get("annotations") or {}).get(SIGNATURE_ANNOTATION)
+        if layer.get("mediaType") == PAYLOAD_TYPE and annotation:
+            yield Signature(client.blob(repo, str(layer["digest"])), str(annotation))
+
+
+def signed_by(client: Distribution, repo: RepoRef, digest: str, key: ec.EllipticCurvePublicKey) -> str | None:
+    """None when a signature by `key` names exactly this repository and digest; else why not."""
+    found = list(signatures(client, repo, digest))
+    if not found:
+        return f"no signature: {repo}:{sig_tag(digest)} does not exist"
+    for item in found:
+        if verifies(key, item.payload, item.signature):
+            return _payload_problem(item.payload, identity(repo), digest)
+    return f"{len(found)} signature(s) for {digest}, none made with this key"
+
+
+def _payload_problem(raw: bytes, repository: str, digest: str) -> str | None:
+    try:
+        critical = json.loads(raw)["critical"]
+        named = (critical["image"]["docker-manifest-digest"], critical["identity"]["docker-reference"])
+    except (ValueError, KeyError, TypeError):
+        return "the signed payload is not a simple-signing payload"
+    if critical.get("type") != SIGNATURE_KIND:
+        return f"the signed payload's type is {critical.get('type')!r}"
+    if named[0] != digest:
+        return f"the signature is for {named[0]}, not for this image's {digest} (a copy under another digest)"
+    if named[1] != repository:
+        return f"the signature names the repository {named[1]}, not {repository}"
+    return None
+
+
+def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> int:
+    """Store a signature of `digest` by `key`: the bytes written (payload, config, manifest); 0 when one by this
+    key was already there."""
+    existing = client.manifest(repo, sig_tag(digest))
+    public = _public(key)
+    if any(verifies(public, s.payload, s.signature) for s in signatures(client, repo, digest)):
+        return 0
+    body = payload(identity(repo), digest)
+    layers = list(existing.data.get("layers") or []) if existing is not None else []
+    layer = {"mediaType": PAYLOAD_TYPE, "digest": digest_of(body), "size": len(body),
+             "annotations": {SIGNATURE_ANNOTATION: key.sign(body)}}  # fmt: skip
+    layers.append(layer)
+    config = _config([str(item["digest"]) for item in layers])
+    for blob in (body, config):
+        if not client.blob_exists(repo, digest_of(blob), push=True):
+            client.upload(repo, blob)
+    manifest = {
+        "schemaVersion": 2,
+        "mediaType": OCI_MANIFEST,
+        "config": {"mediaType": CONFIG_TYPE, "digest": digest_of(config), "size": len(config)},
+        "layers": layers,
+    }
+    raw = json.dumps(manifest, separators=(",", ":")).encode()
+    client.put_manifest(repo, sig_tag(digest), raw, OCI_MANIFEST)
+    return len(body) + len(config) + len(raw)
+
+
+def _config(layer_digests: list[str]) -> bytes:
+    """cosign's config of a signature image: empty but for the layers' ids."""
+    never = "0001-01-01T00:00:00Z"
+    data: dict[str, Any] = {
+        "architecture": "",
+        "created": never,
+        "history": [{"created": never}],
+        "os": "",
+        "rootfs": {"type": "layers", "diff_ids": layer_digests},
+        "config": {},
+    }
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+def _public(key: SigningKey) -> ec.EllipticCurvePublicKey:
+    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+    loaded = load_pem_public_key(key.public_pem())
+    assert isinstance(loaded, ec.EllipticCurvePublicKey)
+    return loaded

@@ -1,0 +1,123 @@
+"""An image's SBOM: CycloneDX 1.6 JSON (cyclonedx-python-lib) from its Inventory: every Debian package of the
+dpkg status database and every Python distribution, each with its version (and, for distributions, license and
+wheel sha256 where the image records them), the image as the described component, and the stack as properties.
+
+A fact the image did not give is the property value "not recorded", never an empty or invented one. The SBOM is
+checked against the CycloneDX 1.6 JSON schema before it leaves (`validate`), and so is one read back by
+verify-image.
+"""
+
+from __future__ import annotations
+
+import uuid
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from cyclonedx.contrib.license.factories import LicenseFactory
+from cyclonedx.model import HashAlgorithm, HashType, Property
+from cyclonedx.model.bom import Bom
+from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.output.json import JsonV1Dot6
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+from packageurl import PackageURL
+
+from builder.core.errors import BuildError
+from builder.trust.inventory import DebianPackage, Distribution, Inventory
+
+MEDIA_TYPE = "application/vnd.cyclonedx+json"
+NOT_RECORDED = "not recorded"
+STACK_KEYS = ("torch", "cuda", "cudnn", "nccl", "archs")  # as torch reports them inside the image
+
+
+@dataclass(frozen=True, kw_only=True)
+class Subject:
+    """The image an SBOM or provenance statement is about."""
+
+    repo: str  # host/name
+    digest: str  # sha256:... of the image manifest
+    platform: str  # linux/amd64
+    os_id: str | None = None  # debian12: the purl distro qualifier of its Debian packages
+
+
+def make_sbom(inventory: Inventory, subject: Subject, facts: Mapping[str, str | None], when: datetime) -> str:
+    """The SBOM as compact JSON. `facts`: what the build adds (matrix commit, combination id, flavor)."""
+    bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{subject.repo}@{subject.digest}"))
+    bom.metadata.timestamp = when
+    root = _image_component(subject)
+    bom.metadata.component = root
+    components = [*_debian(inventory.dpkg or (), subject), *_python(inventory.distributions)]
+    for component in components:
+        bom.components.add(component)
+    bom.register_dependency(root, components)
+    for name, value in _properties(inventory, facts):
+        bom.metadata.properties.add(Property(name=name, value=value))
+    with warnings.catch_warnings():  # the library warns about graph details on stderr: the checks below decide
+        warnings.simplefilter("ignore")
+        text = str(JsonV1Dot6(bom).output_as_string(indent=None))
+    validate(text)
+    return text
+
+
+def validate(text: str) -> None:
+    """BuildError naming the first schema violation (CycloneDX 1.6 JSON schema, strict)."""
+    problem = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
+    if problem is not None:
+        message = str(getattr(problem.data, "message", problem)).splitlines()[0][:300]
+        raise BuildError(f"the SBOM does not validate against the CycloneDX 1.6 schema: {message}")
+
+
+def _image_component(subject: Subject) -> Component:
+    host_name = subject.repo
+    purl = PackageURL(
+        type="oci",
+        name=host_name.rsplit("/", 1)[-1],
+        version=subject.digest,
+        qualifiers={"repository_url": host_name, "platform": subject.platform},
+    )
+    return Component(
+        name=host_name, version=subject.digest, type=ComponentType.CONTAINER, purl=purl, bom_ref=purl.to_string()
+    )
+
+
+def _debian(packages: Iterable[DebianPackage], subject: Subject) -> list[Component]:
+    found = []
+    for p in packages:
+        qualifiers = {"arch": p.architecture} | ({"distro": subject.os_id} if subject.os_id else {})
+        purl = PackageURL(type="deb", namespace="debian", name=p.name, version=p.version, qualifiers=qualifiers)
+        component = Component(
+            name=p.name, version=p.version, type=ComponentType.LIBRARY, purl=purl, bom_ref=purl.to_string()
+        )
+        if p.source:
+            component.properties.add(Property(name="torchyard:dpkg:source", value=p.source))
+        found.append(component)
+    return found
+
+
+def _python(dists: Iterable[Distribution]) -> list[Component]:
+    found = []
+    licenses = LicenseFactory()
+    for d in dists:
+        purl = PackageURL(type="pypi", name=d.name.lower().replace("_", "-"), version=d.version)
+        component = Component(
+            name=d.name, version=d.version, type=ComponentType.LIBRARY, purl=purl, bom_ref=purl.to_string()
+        )
+        if d.license:
+            component.licenses.add(licenses.make_from_string(d.license))
+        else:
+            component.properties.add(Property(name="torchyard:license", value=NOT_RECORDED))
+        if d.sha256:
+            component.hashes.add(HashType(alg=HashAlgorithm.SHA_256, content=d.sha256))
+        else:
+            component.properties.add(Property(name="torchyard:wheel-sha256", value=NOT_RECORDED))
+        found.append(component)
+    return found
+
+
+def _properties(inventory: Inventory, facts: Mapping[str, str | None]) -> list[tuple[str, str]]:
+    stack = [(f"torchyard:stack:{key}", inventory.stack.get(key) or NOT_RECORDED) for key in STACK_KEYS]
+    added = [(f"torchyard:{key}", value or NOT_RECORDED) for key, value in sorted(facts.items())]
+    dpkg = [] if inventory.dpkg is not None else [("torchyard:dpkg", "no dpkg status database in the image")]
+    return [*stack, *added, *dpkg, ("torchyard:python", inventory.python or NOT_RECORDED)]

@@ -1,0 +1,166 @@
+"""Issue 19 in the docker tier: the e2e runtime image signed with a test key, its SBOM and provenance attached
+in the real registry (docker-registry 2.8: no referrers API, so the sha256-<hex> tag fallback), read back by
+digest and compared with what is in the image; verify-image and the standard-tool check (skopeo, jq, openssl:
+scripts/verify-signature) accept it and refuse a tampered copy pushed under the same tag and an unsigned image.
+
+The images are the e2e fixture's: the build here finds the runtime up to date in the registry (no build, no
+push) and only attests it, which is also what a rerun after a refused upload does.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import E2E, RUN_ID
+from kit import AUTH_USER, ROOT, Run, docker, registry_password, torchyard
+
+from builder.engine import DockerEngine, RegistryAuth
+from builder.oci.client import Distribution, Manifest
+from builder.oci.referrers import sig_tag
+from builder.oci.refs import parse_ref
+from builder.trust.attest import read_attached
+from builder.trust.sbom import MEDIA_TYPE as SBOM_TYPE
+from builder.trust.sbom import validate
+from builder.trust.slsa import MEDIA_TYPE as PROVENANCE_TYPE
+
+pytestmark = pytest.mark.docker
+
+
+@dataclass(frozen=True)
+class Signed:
+    ref: str  # the runtime image, attested and signed
+    key: Path
+    public: Path
+    run: Run
+    out_dir: Path
+
+
+def _client() -> Distribution:
+    return Distribution(auth=RegistryAuth(AUTH_USER, registry_password()), docker_login=False)
+
+
+def _env() -> dict[str, str]:
+    return {"TORCHYARD_REGISTRY_PASSWORD": registry_password()}
+
+
+@pytest.fixture(scope="module")
+def signed(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Signed:
+    folder = tmp_path_factory.mktemp("trust")
+    key, public = folder / "key.pem", folder / "key.pub"
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)], check=True)
+    key.chmod(0o600)
+    subprocess.run(["openssl", "ec", "-in", str(key), "-pubout", "-out", str(public)], check=True, capture_output=True)
+    args = list(e2e.args)
+    args[args.index("--target") + 1] = "runtime"
+    args[args.index("-o") + 1] = str(folder / "out")
+    run = torchyard("build", *args, "--sign-key", str(key), env=_env())
+    assert run.code == 0, run.text[-3000:]
+    return Signed(e2e.ref("runtime"), key, public, run, folder / "out")
+
+
+def test_the_rerun_attests_without_building_and_the_key_is_nowhere(signed: Signed) -> None:
+    assert "is up to date in the registry: no build, no push" in signed.run.out
+    attested = (
+        r"\[runtime\] attested sha256:\w+: sbom sha256:\w+, provenance sha256:\w+ under the sha256-<hex> "
+        r"tag \(no referrers API\); wrote sbom, provenance, signature"
+    )
+    assert re.search(attested, signed.run.out), signed.run.out
+    secret = signed.key.read_text().splitlines()[1]
+    files = [p.read_text(errors="replace") for p in signed.out_dir.rglob("*") if p.is_file()]
+    assert not [text for text in (signed.run.text, *files) if secret in text]
+    history = docker("history", "--no-trunc", "--format", "{{.CreatedBy}}", signed.ref).stdout
+    assert secret not in history and "sign" not in history
+
+
+def test_verify_image_and_the_standard_tools_accept_the_signed_image(signed: Signed) -> None:
+    run = torchyard("verify-image", signed.ref, "--key", str(signed.public), "--registry-user", AUTH_USER, env=_env())
+    assert run.code == 0, run.text
+    assert [line.split()[0] for line in run.out.splitlines()[:-1]] == ["passed"] * 5
+    plain = _standard(signed.ref, signed.public)
+    assert plain.returncode == 0 and plain.stdout.startswith(f"VERIFIED {signed.ref}: sha256:"), plain.stdout
+
+
+def _standard(ref: str, public: Path) -> subprocess.CompletedProcess[str]:
+    creds = f"{AUTH_USER}:{registry_password()}"
+    command = [str(ROOT / "scripts" / "verify-signature"), ref, str(public), "--tls-verify=false", "--creds", creds]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _manifest(ref: str) -> Manifest:
+    image = parse_ref(ref)
+    found = _client().manifest(image.repo, image.reference)
+    assert found is not None
+    return found
+
+
+def test_the_sbom_read_back_by_digest_lists_all_of_dpkg_and_pip_freeze(signed: Signed) -> None:
+    image = parse_ref(signed.ref)
+    digest = _manifest(signed.ref).digest
+    attached = read_attached(_client(), image.repo, digest, SBOM_TYPE)
+    assert attached is not None
+    validate(attached[1].decode())
+    components = json.loads(attached[1])["components"]
+    debs = {(c["name"], c["version"]) for c in components if c["purl"].startswith("pkg:deb/")}
+    listed = docker("run", "--rm", "--entrypoint", "dpkg-query", signed.ref, "-W", "-f", "${Package}\t${Version}\n")
+    assert listed.returncode == 0, listed.stderr
+    assert debs == {tuple(line.split("\t")) for line in listed.stdout.splitlines()}
+    frozen = docker("run", "--rm", "--entrypoint", "python", signed.ref, "-m", "pip", "freeze", "--all")
+    assert frozen.returncode == 0, frozen.stderr
+    dists = {(_canonical(c["name"]), c["version"]) for c in components if c["purl"].startswith("pkg:pypi/")}
+    assert dists == {_pair(line, dists) for line in frozen.stdout.splitlines() if line.strip()}
+    assert len(debs) > 50 and len(dists) > 20
+    statement = json.loads(read_attached(_client(), image.repo, digest, PROVENANCE_TYPE)[1])  # type: ignore[index]
+    assert statement["subject"][0]["digest"]["sha256"] == digest.removeprefix("sha256:")
+    names = [d.get("name") for d in statement["predicate"]["buildDefinition"]["resolvedDependencies"]]
+    assert names[0] == "matrix.toml" and "Dockerfile" in names
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pair(line: str, known: set[tuple[str, str]]) -> tuple[str, str]:
+    """A freeze line as (name, version); `name @ url` (a direct install) has no version there: the SBOM's."""
+    if " @ " in line:
+        name = _canonical(line.split(" @ ", maxsplit=1)[0])
+        return next((n, v) for n, v in known if n == name)
+    name, _, version = line.partition("==")
+    return _canonical(name), version
+
+
+def test_a_tampered_copy_under_the_same_tag_and_an_unsigned_image_are_refused(
+    signed: Signed, e2e: E2E, tmp_path: Path
+) -> None:
+    image = parse_ref(signed.ref)
+    client = _client()
+    original = _manifest(signed.ref)
+    tag = f"{image.repo}:trust-{RUN_ID}"
+    client.put_manifest(image.repo, f"trust-{RUN_ID}", original.raw, original.media_type)  # the signed image
+    assert _verify(tag, signed).code == 0
+    (tmp_path / "Dockerfile").write_text(f"FROM {signed.ref}\nLABEL org.opencontainers.image.title=tampered\n")
+    assert docker("build", "-t", tag, str(tmp_path)).returncode == 0
+    try:
+        DockerEngine().push(tag, RegistryAuth(AUTH_USER, registry_password()), lambda line: None)
+        tampered = _manifest(tag)
+        signature = client.manifest(image.repo, sig_tag(original.digest))
+        assert signature is not None and tampered.digest != original.digest
+        client.put_manifest(image.repo, sig_tag(tampered.digest), signature.raw, signature.media_type)  # copied
+        refused = _verify(tag, signed)
+        assert refused.code == 4 and "a copy under another digest" in refused.err, refused.text
+        plain = _standard(tag, signed.public)
+        assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {tag}: no signature by"), plain.stdout
+    finally:
+        docker("rmi", tag)
+    unsigned = _verify(e2e.ref("devel"), signed)
+    assert unsigned.code == 4 and ": refused: signature of sha256:" in unsigned.err and "no signature" in unsigned.err
+    plain = _standard(e2e.ref("devel"), signed.public)
+    assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {e2e.ref('devel')}: no signature for sha256:")
+
+
+def _verify(ref: str, signed: Signed) -> Run:
+    return torchyard("verify-image", ref, "--key", str(signed.public), "--registry-user", AUTH_USER, env=_env())
