@@ -22,12 +22,14 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
     metavar="SHA256",
     help="Promote only if every platform image of SRC carries this io.torchyard.content-hash label.",
 )
+@click.option("--zstd", is_flag=True, help="Then write a zstd copy of DST under DST-zstd (gzip stays the default).")
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 def promote_cmd(
     source: str,
     target: str,
     content_hash: str | None,
+    zstd: bool,
     registry_user: str | None,
     registry_password_stdin: bool,
     as_json: bool,
@@ -37,14 +39,21 @@ def promote_cmd(
     SRC's digest. Nothing is pulled through a Docker engine."""
     from builder.oci.client import Distribution
     from builder.oci.promote import promote
+    from builder.oci.zstd import zstd_copy, zstd_tag
 
     src, dst = parse_ref(source, "SRC"), parse_ref(target, "DST")
     if dst.tag is None or dst.digest is not None:
         raise UsageError(f"DST {target!r}: name a tag (repo:tag) to promote to")
     if content_hash is not None and not _HASH.match(content_hash):
         raise UsageError(f"--content-hash {content_hash!r}: expected 64 lower-case hex digits")
-    result = promote(Distribution(auth=registry_auth(registry_user, registry_password_stdin)), src, dst, content_hash)
+    if zstd:
+        zstd_tag(dst.tag)  # a tag too long for its copy is refused before anything is promoted
+    client = Distribution(auth=registry_auth(registry_user, registry_password_stdin))
+    result = promote(client, src, dst, content_hash)
+    copy = zstd_copy(client, dst) if zstd else None
     if as_json:
-        emit_json({"schema": 1, **result.as_json()})
-    else:
-        click.echo(result.summary())
+        emit_json({"schema": 1, **result.as_json()} | ({"zstd": copy.as_json()} if copy else {}))
+        return
+    click.echo(result.summary())
+    if copy is not None:
+        click.echo(copy.summary())
