@@ -3,15 +3,42 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import click
 
 from builder.cli.output import emit_json
 from builder.cli.registry_flags import registry_auth, registry_options
+from builder.cli.request import takes
 from builder.core.errors import UsageError
 from builder.oci.refs import parse_ref
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PromoteFlags:
+    """`torchyard promote`'s arguments and flags, checked before the registry is asked anything."""
+
+    source: str
+    target: str
+    content_hash: str | None
+    zstd: bool
+    registry_user: str | None
+    registry_password_stdin: bool
+    as_json: bool
+
+    def __post_init__(self) -> None:
+        parse_ref(self.source, "SRC")
+        dst = parse_ref(self.target, "DST")
+        if dst.tag is None or dst.digest is not None:
+            raise UsageError(f"DST {self.target!r}: name a tag (repo:tag) to promote to")
+        if self.content_hash is not None and not _HASH.match(self.content_hash):
+            raise UsageError(f"--content-hash {self.content_hash!r}: expected 64 lower-case hex digits")
+        if self.zstd:
+            from builder.oci.zstd import zstd_tag
+
+            zstd_tag(dst.tag)  # a tag too long for its copy is refused before anything is promoted
 
 
 @click.command("promote")
@@ -22,29 +49,25 @@ _HASH = re.compile(r"^[0-9a-f]{64}$")
     metavar="SHA256",
     help="Promote only if every platform image of SRC carries this io.torchyard.content-hash label.",
 )
+@click.option("--zstd", is_flag=True, help="Then write a zstd copy of DST under DST-zstd (gzip stays the default).")
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
-def promote_cmd(
-    source: str,
-    target: str,
-    content_hash: str | None,
-    registry_user: str | None,
-    registry_password_stdin: bool,
-    as_json: bool,
-) -> None:
+@takes(PromoteFlags)
+def promote_cmd(flags: PromoteFlags) -> None:
     """Copy SRC (repo:tag or repo@digest) to DST (repo:tag) inside the registry: blobs by cross-repository
     mount (copied when SRC is on another registry), then the manifest or index byte for byte, so DST has
     SRC's digest. Nothing is pulled through a Docker engine."""
     from builder.oci.client import Distribution
     from builder.oci.promote import promote
+    from builder.oci.zstd import zstd_copy
 
-    src, dst = parse_ref(source, "SRC"), parse_ref(target, "DST")
-    if dst.tag is None or dst.digest is not None:
-        raise UsageError(f"DST {target!r}: name a tag (repo:tag) to promote to")
-    if content_hash is not None and not _HASH.match(content_hash):
-        raise UsageError(f"--content-hash {content_hash!r}: expected 64 lower-case hex digits")
-    result = promote(Distribution(auth=registry_auth(registry_user, registry_password_stdin)), src, dst, content_hash)
-    if as_json:
-        emit_json({"schema": 1, **result.as_json()})
-    else:
-        click.echo(result.summary())
+    src, dst = parse_ref(flags.source, "SRC"), parse_ref(flags.target, "DST")
+    client = Distribution(auth=registry_auth(flags.registry_user, flags.registry_password_stdin))
+    result = promote(client, src, dst, flags.content_hash)
+    copy = zstd_copy(client, dst) if flags.zstd else None
+    if flags.as_json:
+        emit_json({"schema": 1, **result.as_json()} | ({"zstd": copy.as_json()} if copy else {}))
+        return
+    click.echo(result.summary())
+    if copy is not None:
+        click.echo(copy.summary())

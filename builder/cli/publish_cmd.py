@@ -60,8 +60,11 @@ class PublishFlags:
     platforms: tuple[Platform, ...]
     sign_key: Path | None
     attest: bool
+    zstd: bool
 
     def __post_init__(self) -> None:
+        if self.zstd and self.no_push:
+            raise UsageError("--zstd writes zstd copies in the registry: it cannot go with --no-push")
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -110,6 +113,9 @@ platform_option = click.option(
 @click.option("--no-push", is_flag=True, help="Build, smoke-test and tag locally only.")
 @click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
+@click.option(
+    "--zstd", is_flag=True, help="Also write a zstd copy of each pushed tag under <tag>-zstd (gzip stays the default)."
+)
 @click.option("--report", "report_path", metavar="FILE", help="Write a JSON report.")
 @click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR", callback=folder)
 @registry_options
@@ -162,6 +168,7 @@ def _settings(
         push=not flags.no_push,
         aliases=not flags.no_aliases,
         aliases_only=flags.aliases_only,
+        zstd=flags.zstd,
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
@@ -181,6 +188,8 @@ def _print_report(report: Report) -> None:
             + (f" -> {alias.target}" if alias.target else "")
             + (f" ({alias.reason})" if alias.reason else "")
         )
+    for copy in report.zstd:
+        click.echo(f"zstd {copy.tag}: {copy.status}" + (f" ({_first_line(copy.reason)})" if copy.reason else ""))
 
 
 def _dry_run(pplan: PublishPlan, repo: str) -> None:

@@ -147,10 +147,14 @@ class Http:
         cache: CacheKind | None = None,
         allow_redirects: bool = True,
         limit: int | None = None,
+        once: bool = False,
     ) -> Reply:
         """One request, retried on 429/5xx and dropped connections. A 4xx (and a 5xx that outlasts the
         retries) comes back as a Reply; Unreachable when no answer came at all. With `limit`, a body
-        longer than that many bytes is not read to its end: TooLarge (a server that ignores Range)."""
+        longer than that many bytes is not read to its end: TooLarge (a server that ignores Range).
+        With `once`, a single attempt whose dropped connection is the caller's to handle (a chunk of a
+        resumable upload: sending it again as it was could only be refused) and does not count against
+        the host."""
         headers = dict(headers or {})
         key = self._cache_key(method, url, headers, params) if cache is not None and self.cache else None
         if key is not None and self.cache is not None and cache is not None:
@@ -158,7 +162,7 @@ class Http:
             if stored is not None:
                 self.counters.add(cache_hits=1)
                 return Reply(stored.status, stored.headers, stored.body, stored.url, cached=True)
-        reply = self._send(method, url, headers, data, auth, params, allow_redirects, limit)
+        reply = self._send(method, url, headers, data, auth, params, allow_redirects, limit, once)
         if key is not None and self.cache is not None and reply.status in (200, 206, 404):
             self.cache.put(key, Stored(reply.status, dict(reply.headers), reply.body, reply.url))
         return reply
@@ -193,6 +197,18 @@ class Http:
                     return results + list(pool.map(function, rest))
         return results
 
+    @staticmethod
+    def chunks(response: requests.Response, size: int) -> Iterator[bytes]:
+        """A streamed body in reads of `size` bytes; a connection lost in the middle is Unreachable."""
+        try:
+            yield from response.iter_content(size)
+        except requests.RequestException as exc:
+            raise Unreachable(urlsplit(response.url or "").netloc, _reason(exc)) from None
+
+    def pause(self, seconds: float) -> None:
+        """Wait as this client waits between retries (a test's client records the wait instead)."""
+        self._sleep(seconds)
+
     # --- internals ----------------------------------------------------------------------------------
 
     def _send(
@@ -205,8 +221,10 @@ class Http:
         params: Mapping[str, str | list[str]] | None,
         allow_redirects: bool,
         limit: int | None = None,
+        once: bool = False,
     ) -> Reply:
-        response = self._attempts(method, url, headers, data, auth, params, allow_redirects, stream=limit is not None)
+        stream = limit is not None
+        response = self._attempts(method, url, headers, data, auth, params, allow_redirects, stream=stream, once=once)
         body = response.content if limit is None else _read_at_most(response, limit, url)
         self.counters.add(bytes=len(body))
         lowered = {name.lower(): value for name, value in response.headers.items()}
@@ -223,13 +241,15 @@ class Http:
         allow_redirects: bool,
         *,
         stream: bool = False,
+        once: bool = False,
     ) -> requests.Response:
         requests = _requests()
         host = urlsplit(url).netloc
-        for attempt in range(self.policy.retries + 1):
+        retries = 0 if once else self.policy.retries
+        for attempt in range(retries + 1):
             if host in self._dead:  # another request (maybe in another thread) gave up on this host
                 raise Unreachable(host, self._dead[host])
-            last = attempt == self.policy.retries
+            last = attempt == retries
             self._spend(host)
             if hasattr(data, "seek"):  # a file body is sent again from its start
                 data.seek(0)
@@ -247,6 +267,8 @@ class Http:
                     stream=stream,
                 )
             except (requests.ConnectionError, requests.Timeout) as exc:
+                if once:
+                    raise Unreachable(host, _reason(exc)) from None
                 if last or self._failed(host) > self.policy.connect_retries:
                     self._dead[host] = _reason(exc)
                     raise Unreachable(host, _reason(exc)) from None

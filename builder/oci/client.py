@@ -7,17 +7,19 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 from urllib.parse import urljoin
 
 from builder.core.errors import PushError, UpstreamError
 from builder.engine import RegistryAuth
 from builder.net.cache import CacheKind
-from builder.net.http import Http, Reply
+from builder.net.http import Http, Reply, Unreachable
 from builder.oci.auth import Authenticator, parse_challenge
 from builder.oci.refs import RepoRef, normalize_platform, platform_of
+from builder.oci.upload import Sent, UploadPolicy, upload_chunked
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
@@ -58,9 +60,17 @@ def digest_of(data: bytes) -> str:
 
 
 class Distribution:
-    def __init__(self, http: Http | None = None, auth: RegistryAuth | None = None, *, docker_login: bool = True):
+    def __init__(
+        self,
+        http: Http | None = None,
+        auth: RegistryAuth | None = None,
+        *,
+        docker_login: bool = True,
+        uploads: UploadPolicy | None = None,
+    ):
         self.http = http or Http()
         self.auth = Authenticator(self.http, auth, use_docker_login=docker_login)
+        self.uploads = uploads or UploadPolicy()
 
     # --- reading ------------------------------------------------------------------------------------
 
@@ -182,21 +192,40 @@ class Distribution:
         self._finish_upload(repo, location or self._start_upload(repo), digest, data)
         return digest
 
+    @contextmanager
+    def stream_blob(self, repo: RepoRef, digest: str) -> Iterator[Iterator[bytes]]:
+        """A blob's bytes as they arrive (1 MiB reads), unchecked: the caller hashes them. UpstreamError
+        (Unreachable, or requests' own on a connection lost mid-body) as it comes."""
+        url = f"{repo.base}/blobs/{digest}"
+        head = self._call("HEAD", repo, url, _pull(repo))  # also fetches the token the GET needs
+        self._check(head, repo, "read")
+        headers = self.auth.headers(repo.host, _pull(repo))
+        with self.http.stream("GET", url, headers=headers, auth=self.auth.basic(repo.host, headers)) as got:
+            if not got.ok:
+                raise PushError(f"registry {repo.host} answered HTTP {got.status_code} for {url}")
+            yield self.http.chunks(got, 1024 * 1024)
+
+    def upload_file(self, repo: RepoRef, data: IO[bytes], digest: str, size: int, location: str | None = None) -> Sent:
+        """A blob from a seekable file: one request up to one chunk, else chunked and resumable
+        (builder/oci/upload.py)."""
+        if size > self.uploads.chunk:
+            channel = _Channel(self, repo)
+            return upload_chunked(
+                channel, data, digest, size, location=location, policy=self.uploads, sleep=self.http.pause
+            )
+        data.seek(0)
+        self._finish_upload(repo, location or self._start_upload(repo), digest, data)
+        return Sent(bytes=size)
+
     def copy_blob(self, source: RepoRef, target: RepoRef, descriptor: Mapping[str, Any], location: str | None) -> int:
         """Copy a blob between registries (no mount possible): streamed through a temporary file above
         BIG_BLOB bytes. Returns the bytes moved."""
         digest, size = str(descriptor["digest"]), int(descriptor.get("size") or 0)
-        url = f"{source.base}/blobs/{digest}"
-        head = self._call("HEAD", source, url, _pull(source))  # also fetches the token the GET needs
-        self._check(head, source, "read")
-        headers = self.auth.headers(source.host, _pull(source))
         with tempfile.SpooledTemporaryFile(max_size=BIG_BLOB) as spool:
             hasher = hashlib.sha256()
             try:
-                with self.http.stream("GET", url, headers=headers, auth=self.auth.basic(source.host, headers)) as got:
-                    if not got.ok:
-                        raise PushError(f"registry {source.host} answered HTTP {got.status_code} for {url}")
-                    for chunk in got.iter_content(1024 * 1024):
+                with self.stream_blob(source, digest) as chunks:
+                    for chunk in chunks:
                         hasher.update(chunk)
                         spool.write(chunk)
             except UpstreamError as exc:
@@ -207,8 +236,7 @@ class Distribution:
                 raise PushError(f"registry {source.host} answered blob {digest} with other content")
             moved = spool.tell()
             self.http.counters.add(bytes=moved)
-            spool.seek(0)
-            self._finish_upload(target, location or self._start_upload(target), digest, spool)
+            self.upload_file(target, spool, digest, moved, location)
         return moved or size
 
     # --- internals ----------------------------------------------------------------------------------
@@ -243,19 +271,21 @@ class Distribution:
         data: Any = None,
         params: Mapping[str, str] | None = None,
         cache: CacheKind | None = None,
+        once: bool = False,
     ) -> Reply:
         base = dict(headers or {}) | ({"Accept": accept} if accept else {})
         try:
             sent = base | self.auth.headers(repo.host, scopes)
+            basic = self.auth.basic(repo.host, sent)
             reply = self.http.request(
-                method, url, headers=sent, data=data, params=params, auth=self.auth.basic(repo.host, sent), cache=cache
+                method, url, headers=sent, data=data, params=params, auth=basic, cache=cache, once=once
             )
             challenge = parse_challenge(reply.header("www-authenticate")) if reply.status == 401 else None
             if challenge is not None and self.auth.answer(repo.host, scopes, challenge):
                 sent = base | self.auth.headers(repo.host, scopes)
-                reply = self.http.request(method, url, headers=sent, data=data, params=params, cache=cache)
+                reply = self.http.request(method, url, headers=sent, data=data, params=params, cache=cache, once=once)
         except UpstreamError as exc:
-            if isinstance(exc, PushError):
+            if isinstance(exc, PushError) or (once and isinstance(exc, Unreachable)):
                 raise
             raise PushError(f"registry {repo.host} is unreachable: {getattr(exc, 'reason', exc)}") from None
         return reply
@@ -269,6 +299,42 @@ class Distribution:
             )
         if not reply.ok:
             raise PushError(f"registry {repo.host} answered HTTP {reply.status} for {reply.url}")
+
+
+class _Channel:
+    """One repository's upload requests for upload_chunked (builder/oci/upload.py)."""
+
+    def __init__(self, client: Distribution, repo: RepoRef) -> None:
+        self.client, self.repo = client, repo
+
+    def start_upload(self) -> Reply:
+        reply = self.client._call("POST", self.repo, f"{self.repo.base}/blobs/uploads/", _push(self.repo))
+        self.client._check(reply, self.repo, "write")
+        return reply
+
+    def patch_chunk(self, location: str, chunk: bytes, offset: int) -> Reply | None:
+        headers = {"Content-Type": "application/octet-stream", "Content-Range": f"{offset}-{offset + len(chunk) - 1}"}
+        return self._once("PATCH", location, headers, chunk)
+
+    def upload_status(self, location: str) -> Reply:
+        return self.client._call("GET", self.repo, location, _push(self.repo))
+
+    def finish_upload(self, location: str, digest: str) -> Reply | None:
+        separator = "&" if "?" in location else "?"
+        headers = {"Content-Type": "application/octet-stream"}
+        return self._once("PUT", f"{location}{separator}digest={digest}", headers, b"")
+
+    def location(self, reply: Reply) -> str:
+        return self.client._location(self.repo, reply)
+
+    def has_blob(self, digest: str) -> bool:
+        return self.client.blob_exists(self.repo, digest, push=True)
+
+    def _once(self, method: str, url: str, headers: dict[str, str], data: bytes) -> Reply | None:
+        try:
+            return self.client._call(method, self.repo, url, _push(self.repo), headers=headers, data=data, once=True)
+        except Unreachable:
+            return None
 
 
 def _pull(repo: RepoRef) -> tuple[str, ...]:

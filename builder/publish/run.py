@@ -28,6 +28,7 @@ from builder.core.process import reset_cancel, stop_all
 from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
+from builder.publish.zstd_copies import ZstdResult, published_tags, write_zstd_copies
 from builder.render.tags import ImageTags
 from builder.trust.attest import TrustSettings
 
@@ -47,6 +48,7 @@ class PublishSettings:
     pip_conf: str | None = field(default=None, repr=False)
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
     trust: TrustSettings | None = field(default=None, repr=False)  # SBOM, provenance, signatures before aliases
+    zstd: bool = False  # also a zstd copy of each pushed tag, <tag>-zstd (builder/publish/zstd_copies.py)
 
 
 @dataclass
@@ -74,11 +76,13 @@ class Report:
     aliases: list[AliasResult]
     seconds: float
     indexes: list[IndexResult] = field(default_factory=list)  # multi-platform images (builder/build/multiplatform.py)
+    zstd: list[ZstdResult] = field(default_factory=list)  # --zstd: the zstd copies (builder/publish/zstd_copies.py)
 
     @property
     def failed(self) -> bool:
         held = any(i.status is AliasStatus.HELD for i in self.indexes)
-        return held or any(i.status == Status.FAILED for i in self.items)
+        copies = any(z.status == "failed" for z in self.zstd)
+        return held or copies or any(i.status == Status.FAILED for i in self.items)
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, int] = defaultdict(int)
@@ -91,6 +95,7 @@ class Report:
             "items": [vars(i) for i in self.items],
             "aliases": [vars(a) for a in self.aliases],
             "indexes": [vars(i) for i in self.indexes],
+            "zstd": [vars(z) for z in self.zstd],
         }
 
 
@@ -128,7 +133,23 @@ def publish(
         indexes = _write_indexes(pplan, results, settings, registry, log)
         written = {i.tag for i in indexes if i.status is not AliasStatus.HELD}
         aliases = _move_aliases(pplan, results, settings, engine_factory(), registry, log, written)
-    return Report(ordered, aliases, time.monotonic() - start, indexes)
+    report = Report(ordered, aliases, 0.0, indexes)
+    if settings.zstd and settings.push:
+        report.zstd = _zstd_copies(pplan, report, settings, registry_factory(settings.auth), log)
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _zstd_copies(
+    pplan: PublishPlan, report: Report, settings: PublishSettings, registry: Registry, log: Log
+) -> list[ZstdResult]:
+    members = {i.id for i in pplan.items if i.entry.multi_platform}
+    published = published_tags(
+        [(i.ref, i.status, i.id in members) for i in report.items],
+        [(i.tag, i.status) for i in report.indexes],
+        [(a.alias, a.status, a.target) for a in report.aliases],
+    )
+    return write_zstd_copies(registry.client, settings.repo, published, log)
 
 
 def _run_all(

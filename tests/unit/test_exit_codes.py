@@ -95,7 +95,7 @@ def network(refuse: bool) -> Setup:
         )
         (tmp / "matrix.toml").write_text(BASE)
         monkeypatch.setenv("DOCKER_CONFIG", str(tmp / "docker-config"))
-        monkeypatch.setattr("builder.net.http.requests.Session", net.session)
+        monkeypatch.setattr("requests.Session", net.session)
         monkeypatch.setattr("builder.net.http.time.sleep", net.waits.append)
 
     return setup

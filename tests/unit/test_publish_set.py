@@ -179,6 +179,7 @@ def test_publish_dry_run_names_every_image_and_alias_and_touches_nothing(
             "--aliases-only moves aliases in the registry: it cannot go with --no-aliases or --no-push",
         ),
         (["--gpus", "two"], "--gpus: 'two' is not all, none or a positive number of GPUs"),
+        (["--zstd", "--no-push"], "--zstd writes zstd copies in the registry: it cannot go with --no-push"),
     ],
 )
 def test_bad_publish_flags_are_one_line_and_exit_2(

@@ -24,6 +24,7 @@ from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.publish.run import ItemResult, Report
+from builder.publish.zstd_copies import ZstdResult
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
 
@@ -113,7 +114,8 @@ def _publish_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[
     members = {"linux/amd64": "sha256:" + "1" * 64, "linux/arm64": "sha256:" + "2" * 64}
     index = IndexResult("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime", AliasStatus.MOVED, "sha256:" + "3" * 64,
                         members=members)  # fmt: skip
-    return Report(items, [], 1.0, [index]).as_json()
+    copies = [ZstdResult("2.14.1-cu130-py3.11-debian12-runtime", "written", "r:t-zstd", "sha256:" + "4" * 64, "", 9, 7)]
+    return Report(items, [], 1.0, [index], copies).as_json()
 
 
 def _build_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
@@ -153,7 +155,7 @@ def _verify(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any
     (tmp_path / "matrix.toml").write_text(BASE)
     net = Upstream.recorded().attach(Net())
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("builder.net.http.requests.Session", net.session)
+        patch.setattr("requests.Session", net.session)
         patch.setattr("builder.net.http.time.sleep", net.waits.append)
         return cli(
             capsys,
@@ -174,11 +176,13 @@ def _promote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, An
 
     assert docker
     net = Net()
-    MemoryRegistry("127.0.0.1:5000").attach(net).add_image("team/cand", "t1")
+    from registry_kit import tar_of
+
+    MemoryRegistry("127.0.0.1:5000").attach(net).add_gzip_image("team/cand", "t1", [tar_of("a", 1000)])
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("builder.net.http.requests.Session", net.session)
+        patch.setattr("requests.Session", net.session)
         patch.setenv("DOCKER_CONFIG", str(tmp_path))
-        return cli(capsys, "promote", "127.0.0.1:5000/team/cand:t1", "127.0.0.1:5000/team/pub:t1", "--json")
+        return cli(capsys, "promote", "127.0.0.1:5000/team/cand:t1", "127.0.0.1:5000/team/pub:t1", "--zstd", "--json")
 
 
 def _verify_image(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:

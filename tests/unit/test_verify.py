@@ -343,7 +343,7 @@ def test_the_command_prints_json_and_exits_with_the_reports_code(
 ) -> None:
     (tmp_path / "matrix.toml").write_text(BASE)
     net = up.attach(Net())
-    monkeypatch.setattr("builder.net.http.requests.Session", net.session)
+    monkeypatch.setattr("requests.Session", net.session)
     monkeypatch.setattr("builder.net.http.time.sleep", net.waits.append)
     with pytest.raises(SystemExit) as exit_:
         main(["--matrix", str(tmp_path / "matrix.toml"), "matrix", "verify", "--only", "torch,companions", "--json"])
