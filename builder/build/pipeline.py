@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from builder.build.context_dir import write_context
+from builder.build.gate import SecurityGate
 from builder.build.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.build.registry import Registry
 from builder.build.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
@@ -44,6 +46,7 @@ class BuildSettings:
     progress: Mode = Mode.LINES  # live: a status line redrawn on a terminal (builder/core/progress.py)
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
+    security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/build/gate.py)
 
 
 @dataclass
@@ -58,6 +61,7 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)  # seconds per Dockerfile stage, and the smoke suite
+    security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings (GateResult.as_json)
 
 
 def build(
@@ -189,6 +193,10 @@ def _build_and_verify(
     outcome.smoke = _smoke(engine, plan, target, settings, outcome, log, native)
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
     check_tag(plan, target, outcome.smoke.observed, str(outcome.smoke.data.get("machine") or ""))
+    if settings.security_gate is not None:  # raises BuildError naming what blocks the image: nothing is tagged
+        gate = settings.security_gate.check(engine, outcome.image_id, plan.combination.platform.value)
+        outcome.security = gate.as_json()
+        log(f"[{name}] security gate: OS {gate.os}; Python {gate.python}")
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = plan.spec.cuda_home or "/usr/local/cuda"
         outcome.notes.append(

@@ -26,6 +26,7 @@ from builder.publish.plan import PublishPlan, plan_publish
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
+    from builder.build.gate import SecurityGate
     from builder.publish.run import PublishSettings, Report
 
 DEFAULT_REPO = "torchyard"
@@ -56,8 +57,12 @@ class PublishFlags:
     relock: bool
     registry_mirror: str | None
     platforms: tuple[Platform, ...]
+    security_gate: bool
+    allowlist: str | None
 
     def __post_init__(self) -> None:
+        if self.allowlist is not None and not self.security_gate:
+            raise UsageError("--allowlist is the security gate's: give --security-gate too")
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -114,6 +119,12 @@ platform_option = click.option(
 @click.option("--relock", is_flag=True, help="Resolve matrix.lock from the registries first, then build --locked.")
 @registry_mirror_option
 @platform_option
+@click.option(
+    "--security-gate",
+    is_flag=True,
+    help="Fail an image with a pending update from its OS's security suite, before any tag (docs/security-gate.md).",
+)
+@click.option("--allowlist", metavar="FILE", help="The security gate's allowlist (AWS DLC's format, with expiry).")
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -157,7 +168,21 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
+        security_gate=_gate(flags),
     )
+
+
+def _gate(flags: PublishFlags) -> SecurityGate | None:
+    """The gate, its allowlist read (and refused, exit 2) before anything is built."""
+    if not flags.security_gate:
+        return None
+    from builder.build.allowlist import read_allowlist
+    from builder.build.gate import SecurityGate
+    from builder.cli.upstream_cmd import ca_bundle
+    from builder.net.http import Http
+
+    entries = read_allowlist(flags.allowlist) if flags.allowlist else ()
+    return SecurityGate(Http(verify=ca_bundle(None)), entries)
 
 
 def _print_report(report: Report) -> None:

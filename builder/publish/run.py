@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder.build.gate import SecurityGate
 from builder.build.multiplatform import IndexResult, publish_index
 from builder.build.pipeline import BuildSettings, build
 from builder.build.plan import Plan
@@ -45,6 +46,7 @@ class PublishSettings:
     aliases_only: bool = False  # build nothing: move the aliases of images already published
     pip_conf: str | None = field(default=None, repr=False)
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
+    security_gate: SecurityGate | None = None  # --security-gate (builder/build/gate.py)
 
 
 @dataclass
@@ -56,6 +58,7 @@ class ItemResult:
     seconds: float = 0.0
     smoke: dict[str, int] = field(default_factory=dict)
     digest: str = ""
+    security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
 
 
 @dataclass
@@ -180,7 +183,15 @@ def _run_group(
         status = Status.SKIPPED if outcome.status is Status.UP_TO_DATE else Status.BUILT
         counts = outcome.smoke.summary if outcome.smoke else {}
         results.append(
-            ItemResult(item.id, status, outcome.ref, seconds=outcome.seconds, smoke=dict(counts), digest=outcome.digest)
+            ItemResult(
+                item.id,
+                status,
+                outcome.ref,
+                seconds=outcome.seconds,
+                smoke=dict(counts),
+                digest=outcome.digest,
+                security=outcome.security,
+            )
         )
         log(f"{'SKIP' if status is Status.SKIPPED else 'OK  '}  {item.id}: {status} {outcome.ref}")
     return results
@@ -234,6 +245,7 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         force=True,  # publish made this group folder itself (its publish.log is already there)
         require_archs=group.require_archs,
         provenance=settings.provenance,
+        security_gate=settings.security_gate,
     )
 
 

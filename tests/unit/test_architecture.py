@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"engine", "net"}),  # the docker and requests seams
     frozenset({"oci"}),
     frozenset({"build"}),
-    frozenset({"host", "upstream"}),
+    frozenset({"host", "upstream", "lock"}),
     frozenset({"publish"}),
     frozenset({"site"}),
     frozenset({"cli", "__main__"}),
