@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from builder.cli.options import image_reference
+from builder.cli.options import image_reference, matrix_of
 from builder.cli.request import takes
 from builder.core.errors import UsageError
 from builder.core.redact import redact
@@ -34,7 +34,7 @@ def lock_group() -> None:
 
 
 @lock_group.command("export")
-@click.argument("image", callback=image_reference)
+@click.argument("image", metavar="ID|IMAGE", callback=image_reference)
 @click.option("-o", "--output", "out_dir", default=".", show_default=True, metavar="DIR", help="Where to write.")
 @click.option(
     "--index-url",
@@ -44,17 +44,26 @@ def lock_group() -> None:
     help="An index to find the files on, in order (default: the image's PyTorch index, if any, then PyPI).",
 )
 @click.option("--ca-bundle", metavar="FILE", help="CA bundle for the indexes (default: $PIP_CERT, $SSL_CERT_FILE).")
+@click.pass_context
 @takes(ExportFlags)
-def export_cmd(flags: ExportFlags) -> None:
+def export_cmd(ctx: click.Context, flags: ExportFlags) -> None:
     """Write DIR/pylock.toml (PEP 751) and DIR/requirements.txt (pip install --require-hashes -r) with every
-    Python distribution IMAGE holds, each with the sha256 of the index file it was installed from."""
+    Python distribution IMAGE holds, each with the sha256 of the index file it was installed from; for a
+    combination ID of the matrix, the set pip resolves now from the matrix's pins."""
     from builder.cli.upstream_cmd import ca_bundle
-    from builder.engine import DockerEngine
-    from builder.lock.export import export_image
-    from builder.net.http import Http
+    from builder.lock.export import export_image, export_lock
+    from builder.lock.resolve_id import find_combination, resolve_combination
 
-    http = Http(verify=ca_bundle(flags.ca_bundle))
-    done = export_image(DockerEngine(), http, flags.image, Path(flags.out_dir), flags.index_urls)
+    ca = ca_bundle(flags.ca_bundle)
+    m = matrix_of(ctx)
+    if find_combination(m, flags.image) is not None:
+        lock = resolve_combination(m, flags.image, ca if isinstance(ca, str) else None)
+        done = export_lock(lock, Path(flags.out_dir), tuple(sorted({p.index for p in lock.packages})))
+    else:
+        from builder.engine import DockerEngine
+        from builder.net.http import Http
+
+        done = export_image(DockerEngine(), Http(verify=ca), flags.image, Path(flags.out_dir), flags.index_urls)
     for path in done.written:
         click.echo(f"wrote {path}")
     click.echo(f"{len(done.lock.packages)} distributions locked (indexes: {', '.join(done.indexes)})")

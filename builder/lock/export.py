@@ -1,4 +1,4 @@
-"""`torchyard lock export IMAGE`: the image's distributions (read in it), each located on the indexes by its
+"""`torchyard lock export IMAGE` (and ID): the image's distributions (read in it), each located on the indexes by its
 exact wheel, written as pylock.toml and requirements.txt."""
 
 from __future__ import annotations
@@ -45,6 +45,16 @@ def export_image(engine: Engine, http: Http, ref: str, out: Path, indexes: tuple
         packages=tuple(x for x in found if isinstance(x, Locked)),
         left_out=tuple(x for x in found if isinstance(x, Left)),
     )
+    return Exported(lock, _write(targets, lock), searched)
+
+
+def export_lock(lock: Lock, out: Path, indexes: tuple[str, ...]) -> Exported:
+    """An already made lock (`lock export ID`: builder/lock/resolve_id.py) written out."""
+    targets = tuple(check_writable(out / name, "-o") for name in FILES)
+    return Exported(lock, _write(targets, lock), indexes)
+
+
+def _write(targets: tuple[Path, ...], lock: Lock) -> tuple[Path, ...]:
     for target, text in zip(targets, (pylock_toml(lock), requirements_txt(lock)), strict=True):
         write_report_file(target, text)
-    return Exported(lock, targets, searched)
+    return targets
