@@ -23,7 +23,9 @@ from builder.core.process import check_cancelled
 from builder.core.progress import BuildProgress, Mode
 from builder.core.redact import redact
 from builder.core.stage_times import StageTimes
-from builder.engine import Engine, RegistryAuth
+from builder.engine import Engine, RegistryAuth, split_ref
+from builder.oci.normalize import normalize_saved, push_normal
+from builder.oci.refs import parse_repo
 from builder.render.tags import member_tag
 
 Log = Callable[[str], None]
@@ -47,6 +49,7 @@ class BuildSettings:
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
     security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/build/gate.py)
+    epoch: int | None = None  # SOURCE_DATE_EPOCH: push the image normalized (builder/oci/normalize.py)
 
 
 @dataclass
@@ -263,7 +266,21 @@ def _push(
         if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
             outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
             engine.tag(outcome.image_id, ref)
-        digest = engine.push(ref, settings.auth, lambda line: None)
+        if settings.epoch is None:
+            digest = engine.push(ref, settings.auth, lambda line: None)
+        else:
+            digest = _push_normal(engine, registry, outcome.image_id, ref, settings.epoch)
         outcome.pushed.append(ref)
         outcome.digest = outcome.digest or digest
         log(f"[{name}] pushed {ref} ({digest})")
+
+
+def _push_normal(engine: Engine, registry: Registry, image_id: str, ref: str, epoch: int) -> str:
+    """The image as the engine saved it, normalized to its content and the epoch, pushed by torchyard's own
+    registry client (docs/reproducible.md)."""
+    with tempfile.TemporaryDirectory(prefix="torchyard-normal-") as folder:
+        saved = Path(folder) / "image.tar"
+        engine.save(image_id, saved)
+        image = normalize_saved(saved, Path(folder) / "oci", epoch)
+        repo, tag = split_ref(ref)
+        return push_normal(registry.client, parse_repo(repo), tag, image)

@@ -22,7 +22,7 @@ from builder.cli.request import takes
 from builder.core.errors import BuildError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
-from builder.core.provenance import provenance_labels
+from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
 from builder.render.tags import member_tag
@@ -81,6 +81,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         force=flags.force,
         provenance=provenance,
         progress=mode_for(),
+        epoch=source_date_epoch(),
     )
     if chosen.more:
         _build_platforms(chosen.plans, settings)

@@ -17,7 +17,7 @@ from builder.cli.request import takes
 from builder.core.errors import BuildError, RenderError, UsageError
 from builder.core.files import check_writable
 from builder.core.kinds import Platform, parse_gpus, parse_platform
-from builder.core.provenance import provenance_labels
+from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.redact import redact
 from builder.engine import RegistryAuth
 from builder.matrix.model import Matrix
@@ -169,6 +169,7 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
         security_gate=_gate(flags),
+        epoch=source_date_epoch(),
     )
 
 

@@ -15,3 +15,6 @@ DOCKER = "TORCHYARD_DOCKER"  # a docker CLI to drive BuildKit builds with
 PIPCONF = "TORCHYARD_PIPCONF"  # in printed `docker build` commands: the path of a private pip.conf secret
 PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at build time (builder/core/provenance.py)
 REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]
+SOURCE_DATE_EPOCH = (
+    "SOURCE_DATE_EPOCH"  # reproducible builds: the created label, and pushes normalized (docs/reproducible.md)
+)

@@ -9,6 +9,7 @@ import json
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
@@ -158,6 +159,11 @@ class Distribution:
         digest = digest_of(data)
         self._finish_upload(repo, location or self._start_upload(repo), digest, data)
         return digest
+
+    def upload_file(self, repo: RepoRef, path: Path, digest: str) -> None:
+        """A blob streamed from a file (layers of GBs are not read into memory); `digest` is its sha256."""
+        with path.open("rb") as data:
+            self._finish_upload(repo, self._start_upload(repo), digest, data)
 
     def copy_blob(self, source: RepoRef, target: RepoRef, descriptor: Mapping[str, Any], location: str | None) -> int:
         """Copy a blob between registries (no mount possible): streamed through a temporary file above

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from builder.oci.client import Distribution
+from builder.oci.refs import RepoRef
+
 MANIFEST_TYPE = "application/vnd.oci.image.manifest.v1+json"
 CONFIG_TYPE = "application/vnd.oci.image.config.v1+json"
 LAYER_TYPE = "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -161,3 +164,16 @@ def layer_files(path: Path) -> dict[str, str]:
             what = hashlib.sha256(handle.read()).hexdigest() if handle else f"{member.type!r}->{member.linkname}"
             found[member.name] = f"{what} {member.mode:o} {member.uid}:{member.gid}"
     return found
+
+
+def push_normal(client: Distribution, repo: RepoRef, tag: str, image: NormalImage) -> str:
+    """The normalized image under repo:tag: each blob the registry lacks uploaded (streamed from its file),
+    then the manifest; the digest the registry stored it under (that of the manifest's bytes)."""
+    config = image.layers[0].blob.path.with_name("config.json") if image.layers else None
+    blobs = [layer.blob for layer in image.layers]
+    if config is not None:
+        blobs.append(Blob(config, "sha256:" + hashlib.sha256(image.config).hexdigest(), len(image.config)))
+    for blob in blobs:
+        if not client.blob_exists(repo, blob.digest, push=True):
+            client.upload_file(repo, blob.path, blob.digest)
+    return client.put_manifest(repo, tag, image.manifest, MANIFEST_TYPE)

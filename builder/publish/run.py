@@ -47,6 +47,7 @@ class PublishSettings:
     pip_conf: str | None = field(default=None, repr=False)
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
     security_gate: SecurityGate | None = None  # --security-gate (builder/build/gate.py)
+    epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
 
 
 @dataclass
@@ -246,6 +247,7 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         require_archs=group.require_archs,
         provenance=settings.provenance,
         security_gate=settings.security_gate,
+        epoch=settings.epoch,
     )
 
 

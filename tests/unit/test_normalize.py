@@ -11,6 +11,16 @@ import json
 import tarfile
 from pathlib import Path
 
+import pytest
+from fake_engine import FakeEngine, contents_of, wall_off_the_engine
+from http_kit import Net
+from registry_kit import MemoryRegistry
+from render_kit import plan
+
+from builder.build.pipeline import BuildSettings, build
+from builder.build.registry import Registry
+from builder.core.kinds import Flavor
+from builder.oci.client import Distribution
 from builder.oci.normalize import LAYER_TYPE, MANIFEST_TYPE, iso, layer_files, normalize_saved
 
 EPOCH = 1_767_225_600  # 2026-01-01
@@ -117,3 +127,35 @@ def test_content_that_differs_is_found_with_its_file(tmp_path: Path) -> None:
     files_a = layer_files(a.layers[0].blob.path.with_name("layer-000.normal.tar"))
     files_b = layer_files(b.layers[0].blob.path.with_name("layer-000.normal.tar"))
     assert sorted(p for p in files_a if files_a[p] != files_b[p]) == ["var/lib/dpkg/status"]
+
+
+# -- in the build pipeline: SOURCE_DATE_EPOCH pushes the normalized image -----------------------------------------
+
+
+def test_with_an_epoch_the_pipeline_pushes_the_normalized_image_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wall_off_the_engine(monkeypatch)
+    p = plan("torch2.14.1-cu130-py3.11-debian12")
+    net = Net()
+    memory = MemoryRegistry("127.0.0.1:5000").attach(net)
+    registry = Registry(client=Distribution(net.http()))
+    engine = FakeEngine(contents_of(p))
+    saved: list[str] = []
+
+    def save(ref: str, path: Path) -> None:
+        saved.append(ref)
+        _image(path.parent, "image", 1_800_000_000).rename(path)
+
+    setattr(engine, "save", save)  # noqa: B010  a save of real layers
+    settings = BuildSettings(repo="127.0.0.1:5000/t", flavors=(Flavor.RUNTIME,), out_dir=tmp_path / "ctx", push=True,
+                             aliases=False, epoch=EPOCH)  # fmt: skip
+    (outcome,) = build(engine, p, settings, lambda line: None, registry)
+    expected = normalize_saved(_image(tmp_path, "again", 1_800_000_555), tmp_path / "again", EPOCH)
+    assert outcome.digest == expected.digest  # another build's clock, the same digest
+    assert engine.pushed() == [] and saved == [outcome.image_id]  # not `docker push`: torchyard's client
+    tag = outcome.ref.rsplit(":", 1)[1]
+    assert memory.manifests["t", tag][0] == expected.manifest
+    assert {d for _, d in memory.uploads} == {x.blob.digest for x in expected.layers} | {
+        "sha256:" + hashlib.sha256(expected.config).hexdigest()
+    }
