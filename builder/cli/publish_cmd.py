@@ -142,11 +142,12 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     report_file = check_writable(flags.report_path, "--report") if flags.report_path else None  # not after builds
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     pplan = plan_publish(m, items, excluded if not (flags.only or flags.platforms) else [], every)
+    gate = _gate(flags)  # a bad allowlist is refused by a dry run too
     if flags.dry_run:
         _dry_run(pplan, flags.repo)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
-    report = publish(pplan, _settings(flags, m, network, auth), click.echo)
+    report = publish(pplan, _settings(flags, m, network, auth, gate), click.echo)
     if report_file is not None:
         write_report(report, report_file)
     _print_report(report)
@@ -154,7 +155,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         raise SystemExit(BuildError.exit_code)
 
 
-def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None) -> PublishSettings:
+def _settings(
+    flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None, gate: SecurityGate | None
+) -> PublishSettings:
     from builder.publish.run import PublishSettings
 
     return PublishSettings(
@@ -168,7 +171,7 @@ def _settings(flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAu
         auth=auth,
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
-        security_gate=_gate(flags),
+        security_gate=gate,
         epoch=source_date_epoch(),
     )
 

@@ -25,13 +25,14 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       g++ \
       python3 \
       python3-dev \
       tini; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
@@ -53,10 +54,11 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04-python,target=/var/cache/apt,sha
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       python3 \
       python3-venv; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 RUN --mount=type=cache,id=pip-ubuntu24.04,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
@@ -134,8 +136,9 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
 FROM nvidia/cuda:13.0.2-cudnn-devel-ubuntu24.04 AS toolchain
@@ -157,7 +160,7 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       g++ \
       make \
@@ -165,7 +168,8 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       python3 \
       python3-dev \
       tini; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 # The venv in layers, most shared first; each digest depends on its files only: 00 venv, 01-04 cuda-runtime, 05-10 pinned, 11 cudnn, 12 nccl, 13 torch, 14 packages
 COPY --from=build /layers/00/ /
 COPY --from=build /layers/01/ /
@@ -199,8 +203,9 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 RUN --mount=type=cache,id=pip-ubuntu24.04,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \

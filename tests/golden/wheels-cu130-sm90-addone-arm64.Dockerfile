@@ -25,13 +25,14 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       g++ \
       python3 \
       python3-dev \
       tini; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
@@ -53,10 +54,11 @@ RUN --mount=type=cache,id=apt-cache-debian12-python,target=/var/cache/apt,sharin
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       python3 \
       python3-venv; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
@@ -134,8 +136,9 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 
 # ---- toolchain: compilers, nvcc and CUDA headers for building extensions ---------------------------
 FROM venv AS toolchain
@@ -152,12 +155,13 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ \
       make \
       ninja-build \
       python3-dev; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \

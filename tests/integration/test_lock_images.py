@@ -100,7 +100,9 @@ def _pip_chooses_the_locked_files(pip: list[str], lock: dict, locked: dict, tmp_
     )
     assert done.returncode == 0, done.stderr[-3000:]
     chosen = {
-        item["metadata"]["name"].lower(): item["download_info"]["archive_info"]["hashes"]["sha256"]
+        _normal(f"{item['metadata']['name']}==").split("==")[0]: item["download_info"]["archive_info"]["hashes"][
+            "sha256"
+        ]
         for item in json.loads(report.read_text())["install"]
     }
     assert chosen == {name: p["wheels"][0]["hashes"]["sha256"] for name, p in locked.items()}

@@ -347,3 +347,17 @@ def test_publish_refuses_an_allowlist_without_the_gate(capsys: pytest.CaptureFix
         main(["publish", "--allowlist", "a.json", "--dry-run"])
     assert exit_.value.code == 2
     assert capsys.readouterr().err == "torchyard: error: --allowlist is the security gate's: give --security-gate too\n"
+
+
+def test_a_dry_run_refuses_a_bad_allowlist_as_a_real_run_would(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _allowlist(tmp_path, {"openssl": [_entry(reason_to_ignore="")]})
+    only = "torch2.14.1-cu130-py3.11-debian12-runtime"
+    with pytest.raises(SystemExit) as exit_:
+        main(["publish", "--dry-run", "--security-gate", "--allowlist", str(path), "--only", only])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        f"torchyard: error: allowlist {path}: openssl[0] (DSA-5800-1): no reason_to_ignore: "
+        "say why the update may wait\n"
+    )
