@@ -1,7 +1,7 @@
 """An image's bytes made a function of its content: the post-build step Docker 20.10's BuildKit cannot do itself
 (it knows no SOURCE_DATE_EPOCH), run on the image the engine saved (`docker save`), before it is pushed.
 
-- every layer: each entry's mtime clamped to the epoch (later times become the epoch; earlier ones, as the
+- every layer the build made (the base image's are kept as they are): each entry's mtime clamped to the epoch (later times become the epoch; earlier ones, as the
   venv's mtime 0, stay), PAX atime/ctime records dropped; a layer no entry of which changes is kept byte for
   byte (the venv's content-only layers keep their diff ids, so they stay shared between images);
 - every layer gzip-compressed alike (level 6, no name, no time in the header);
@@ -65,11 +65,13 @@ def normalize_saved(saved: Path, out: Path, epoch: int) -> NormalImage:
     with tarfile.open(saved) as archive:
         index = json.load(_member(archive, "manifest.json"))[0]
         config = json.load(_member(archive, index["Config"]))
-        made_by = [h.get("created_by", "") for h in config.get("history", []) if not h.get("empty_layer")]
+        made = [h for h in config.get("history", []) if not h.get("empty_layer")]
+        base = base_layers(made)
         layers = []
         for number, name in enumerate(index["Layers"]):
-            created_by = made_by[number] if number < len(made_by) else ""
-            layers.append(_layer(_member(archive, name), out / f"layer-{number:03d}", epoch, created_by))
+            created_by = made[number].get("created_by", "") if number < len(made) else ""
+            keep = number < base  # the base image's layers: as the lock's digest gave them
+            layers.append(_layer(_member(archive, name), out / f"layer-{number:03d}", epoch, created_by, keep))
     config_bytes = normal_config(config, epoch, [layer.diff_id for layer in layers])
     config_blob = _write(out / "config.json", config_bytes)
     manifest = {
@@ -101,11 +103,19 @@ def _member(archive: tarfile.TarFile, name: str) -> IO[bytes]:
     return handle
 
 
-def _layer(source: IO[bytes], base: Path, epoch: int, created_by: str) -> Layer:
+def base_layers(made: list[dict[str, Any]]) -> int:
+    """How many leading layers the base image brought: those before the first layer a Dockerfile step of this
+    build made (BuildKit's history comment). A base image built by BuildKit itself has such comments too: its
+    layers are then normalized with the rest (still the same in every build, no longer the base's own)."""
+    ours = [i for i, entry in enumerate(made) if entry.get("comment") == "buildkit.dockerfile.v0"]
+    return ours[0] if ours else 0
+
+
+def _layer(source: IO[bytes], base: Path, epoch: int, created_by: str, keep: bool = False) -> Layer:
     raw = base.with_suffix(".tar")
     with raw.open("wb") as copy:
         shutil.copyfileobj(source, copy, 1 << 20)
-    changed = _needs_change(raw, epoch)
+    changed = not keep and _needs_change(raw, epoch)
     tar = base.with_suffix(".normal.tar") if changed else raw
     if changed:
         _rewrite(raw, tar, epoch)

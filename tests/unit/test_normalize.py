@@ -159,3 +159,20 @@ def test_with_an_epoch_the_pipeline_pushes_the_normalized_image_itself(
     assert {d for _, d in memory.uploads} == {x.blob.digest for x in expected.layers} | {
         "sha256:" + hashlib.sha256(expected.config).hexdigest()
     }
+
+
+def test_the_base_image_layers_are_kept_as_they_are(tmp_path: Path) -> None:
+    saved = _image(tmp_path, "a", 1_800_000_000)
+    with tarfile.open(saved) as tar:
+        members = {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}  # type: ignore[union-attr]
+    config = json.loads(members["config.json"])
+    config["history"][2]["comment"] = "buildkit.dockerfile.v0"  # the first step of this build makes layer 1
+    members["config.json"] = json.dumps(config).encode()
+    with tarfile.open(saved, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    image = normalize_saved(saved, tmp_path / "out", EPOCH)
+    assert not image.layers[0].changed  # the base's, though its times are after the epoch
+    assert gzip.decompress(image.layers[0].blob.path.read_bytes()) == members["l0/layer.tar"]
