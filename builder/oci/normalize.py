@@ -1,9 +1,10 @@
 """An image's bytes made a function of its content: the post-build step Docker 20.10's BuildKit cannot do itself
 (it knows no SOURCE_DATE_EPOCH), run on the image the engine saved (`docker save`), before it is pushed.
 
-- every layer the build made (the base image's are kept as they are): each entry's mtime clamped to the epoch (later times become the epoch; earlier ones, as the
-  venv's mtime 0, stay), PAX atime/ctime records dropped; a layer no entry of which changes is kept byte for
-  byte (the venv's content-only layers keep their diff ids, so they stay shared between images);
+- every layer the build made (the base image's are kept as they are): each entry's mtime clamped to the epoch
+  (later times become the epoch; earlier ones, as the venv's mtime 0, stay), PAX atime/ctime records dropped;
+  a layer no entry of which changes is kept byte for byte (the venv's content-only layers keep their diff
+  ids, so they stay shared between images);
 - every layer gzip-compressed alike (level 6, no name, no time in the header);
 - the config: `created` and each history entry's `created` are the epoch, the diff ids the new layers';
 - an OCI image manifest over them, its JSON with sorted keys.
