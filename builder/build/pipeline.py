@@ -10,9 +10,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from builder.build.attest import attest_image
 from builder.build.context_dir import write_context
+from builder.build.gate import SecurityGate
 from builder.build.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.build.registry import Registry
 from builder.build.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
@@ -23,7 +25,9 @@ from builder.core.process import check_cancelled
 from builder.core.progress import BuildProgress, Mode
 from builder.core.redact import redact
 from builder.core.stage_times import StageTimes
-from builder.engine import Engine, RegistryAuth
+from builder.engine import Engine, RegistryAuth, split_ref
+from builder.oci.normalize import normalize_saved, push_normal
+from builder.oci.refs import parse_repo
 from builder.render.tags import member_tag
 from builder.trust.attest import Attested, TrustSettings
 
@@ -48,6 +52,8 @@ class BuildSettings:
     trust: TrustSettings | None = field(default=None, repr=False)  # with --push: SBOM, provenance, signatures
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
+    security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/build/gate.py)
+    epoch: int | None = None  # SOURCE_DATE_EPOCH: push the image normalized (builder/oci/normalize.py)
 
 
 @dataclass
@@ -65,6 +71,7 @@ class Outcome:
     started: datetime | None = None  # wall clock: the build's start, the smoke suite's end (the provenance's times)
     finished: datetime | None = None
     attested: Attested | None = None  # what builder/trust attached in the registry (with --push and trust)
+    security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings (GateResult.as_json)
 
 
 def build(
@@ -198,6 +205,10 @@ def _build_and_verify(
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
     check_tag(plan, target, outcome.smoke.observed, str(outcome.smoke.data.get("machine") or ""))
     outcome.finished = datetime.now(UTC)
+    if settings.security_gate is not None:  # raises BuildError naming what blocks the image: nothing is tagged
+        gate = settings.security_gate.check(engine, outcome.image_id, plan.combination.platform.value)
+        outcome.security = gate.as_json()
+        log(f"[{name}] security gate: OS {gate.os}; Python {gate.python}")
     if target.flavor is Flavor.DEVEL and plan.archs and target.manifest.extensions:
         home = plan.spec.cuda_home or "/usr/local/cuda"
         outcome.notes.append(
@@ -275,12 +286,16 @@ def _push(
 def _push_ref(
     engine: Engine, registry: Registry, plan: Plan, settings: BuildSettings, outcome: Outcome, ref: str, log: Log
 ) -> None:
+    """One ref: the engine's push, or with SOURCE_DATE_EPOCH the normalized image through torchyard's client."""
     if registry.holds(ref, plan.content_hash):
         return
     if not outcome.image_id:  # up to date remotely under the immutable tag, an alias is behind
         outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
         engine.tag(outcome.image_id, ref)
-    digest = engine.push(ref, settings.auth, lambda line: None)
+    if settings.epoch is None:
+        digest = engine.push(ref, settings.auth, lambda line: None)
+    else:
+        digest = _push_normal(engine, registry, outcome.image_id, ref, settings.epoch)
     outcome.pushed.append(ref)
     outcome.digest = outcome.digest or digest
     log(f"[{outcome.flavor.value}] pushed {ref} ({digest})")
@@ -291,3 +306,14 @@ def _attested(done: Attested) -> str:
     wrote = ", ".join(done.written) or "nothing new (already attached)"
     cost = f"{done.bytes} bytes, {done.seconds:.1f} s of which {done.read_seconds:.1f} s reading the image"
     return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote} ({cost})"
+
+
+def _push_normal(engine: Engine, registry: Registry, image_id: str, ref: str, epoch: int) -> str:
+    """The image as the engine saved it, normalized to its content and the epoch, pushed by torchyard's own
+    registry client (docs/reproducible.md)."""
+    with tempfile.TemporaryDirectory(prefix="torchyard-normal-") as folder:
+        saved = Path(folder) / "image.tar"
+        engine.save(image_id, saved)
+        image = normalize_saved(saved, Path(folder) / "oci", epoch)
+        repo, tag = split_ref(ref)
+        return push_normal(registry.client, parse_repo(repo), tag, image)

@@ -30,6 +30,8 @@ from builder.smoke.manifest import Manifest
 
 SMOKE_DIR = Path(__file__).resolve().parents[1] / "smoke"
 SPLIT_SOURCE = Path(__file__).resolve().parents[1] / "image" / "venv_layers.py"
+GUARD_SCRIPT = "pip_guard.py"  # the image's constraints and its pip launchers (builder/image/pip_guard.py)
+GUARD_SOURCE = SPLIT_SOURCE.with_name(GUARD_SCRIPT)
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
@@ -155,6 +157,7 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         "constraints.txt": spec.constraints.encode(),
         PLAN_FILE: spec.layers.to_json().encode(),
         SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
+        GUARD_SCRIPT: GUARD_SOURCE.read_bytes(),
     }
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()

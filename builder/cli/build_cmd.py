@@ -23,7 +23,7 @@ from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
-from builder.core.provenance import provenance_labels
+from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
 from builder.render.tags import member_tag
@@ -87,6 +87,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         provenance=provenance,
         progress=mode_for(),
         trust=trust,
+        epoch=source_date_epoch(),
     )
     if chosen.more:
         _build_platforms(chosen.plans, settings)

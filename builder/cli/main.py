@@ -32,6 +32,7 @@ _COMMANDS = {
     "smoke": "builder.cli.smoke_cmd:smoke_cmd",
     "publish": "builder.cli.publish_cmd:publish_cmd",
     "promote": "builder.cli.promote_cmd:promote_cmd",
+    "lock": "builder.cli.lock_cmd:lock_group",
     "run": "builder.cli.run_cmd:run_cmd",
     "verify-image": "builder.cli.verify_cmd:verify_cmd",
 }

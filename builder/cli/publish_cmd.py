@@ -18,7 +18,7 @@ from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError, RenderError, UsageError
 from builder.core.files import check_writable
 from builder.core.kinds import Platform, parse_gpus, parse_platform
-from builder.core.provenance import provenance_labels
+from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.redact import redact
 from builder.engine import RegistryAuth
 from builder.matrix.model import Matrix
@@ -27,6 +27,7 @@ from builder.publish.plan import PublishPlan, plan_publish
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
+    from builder.build.gate import SecurityGate
     from builder.publish.run import PublishSettings, Report
     from builder.trust.attest import TrustSettings
 
@@ -61,10 +62,14 @@ class PublishFlags:
     sign_key: Path | None
     attest: bool
     zstd: bool
+    security_gate: bool
+    allowlist: str | None
 
     def __post_init__(self) -> None:
         if self.zstd and self.no_push:
             raise UsageError("--zstd writes zstd copies in the registry: it cannot go with --no-push")
+        if self.allowlist is not None and not self.security_gate:
+            raise UsageError("--allowlist is the security gate's: give --security-gate too")
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -125,6 +130,12 @@ platform_option = click.option(
 @registry_mirror_option
 @platform_option
 @trust_options
+@click.option(
+    "--security-gate",
+    is_flag=True,
+    help="Fail an image with a pending update from its OS's security suite, before any tag (docs/security-gate.md).",
+)
+@click.option("--allowlist", metavar="FILE", help="The security gate's allowlist (AWS DLC's format, with expiry).")
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -143,11 +154,12 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     report_file = check_writable(flags.report_path, "--report") if flags.report_path else None  # not after builds
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     pplan = plan_publish(m, items, excluded if not (flags.only or flags.platforms) else [], every)
+    gate = _gate(flags)  # a bad allowlist is refused by a dry run too
     if flags.dry_run:
         _dry_run(pplan, flags.repo)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
-    report = publish(pplan, _settings(flags, m, network, auth, trust), click.echo)
+    report = publish(pplan, _settings(flags, m, network, auth, trust, gate), click.echo)
     if report_file is not None:
         write_report(report, report_file)
     _print_report(report)
@@ -156,7 +168,12 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
 
 
 def _settings(
-    flags: PublishFlags, m: Matrix, network: Network, auth: RegistryAuth | None, trust: TrustSettings | None
+    flags: PublishFlags,
+    m: Matrix,
+    network: Network,
+    auth: RegistryAuth | None,
+    trust: TrustSettings | None,
+    gate: SecurityGate | None,
 ) -> PublishSettings:
     from builder.publish.run import PublishSettings
 
@@ -173,7 +190,22 @@ def _settings(
         pip_conf=network.pip_conf() if network.index_urls() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
         trust=trust,
+        security_gate=gate,
+        epoch=source_date_epoch(),
     )
+
+
+def _gate(flags: PublishFlags) -> SecurityGate | None:
+    """The gate, its allowlist read (and refused, exit 2) before anything is built."""
+    if not flags.security_gate:
+        return None
+    from builder.build.allowlist import read_allowlist
+    from builder.build.gate import SecurityGate
+    from builder.cli.upstream_cmd import ca_bundle
+    from builder.net.http import Http
+
+    entries = read_allowlist(flags.allowlist) if flags.allowlist else ()
+    return SecurityGate(Http(verify=ca_bundle(None)), entries)
 
 
 def _print_report(report: Report) -> None:

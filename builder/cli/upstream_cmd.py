@@ -87,11 +87,13 @@ def clients(kwargs: dict[str, Any]) -> tuple[Any, Any]:
         raise UsageError("--max-requests, --timeout and --jobs take positive numbers")
     folder, max_age = kwargs.pop("offline_cache", None), kwargs.pop("cache_max_age", 0.0)
     cache = DiskCache(Path(folder), max_age=max_age) if folder else None
-    http = Http(Policy(timeout=timeout, budget=budget, workers=jobs), cache=cache, verify=_ca(kwargs.pop("ca_bundle")))
+    http = Http(
+        Policy(timeout=timeout, budget=budget, workers=jobs), cache=cache, verify=ca_bundle(kwargs.pop("ca_bundle"))
+    )
     return http, Distribution(http)
 
 
-def _ca(flag: str | None) -> str | bool:
+def ca_bundle(flag: str | None) -> str | bool:
     path = flag or next((os.environ[v] for v in CA_ENV_VARS if os.environ.get(v)), None)
     if path is None:
         return True
@@ -219,7 +221,7 @@ def relock(m: Any, say: Callable[[str], None]) -> None:
     from builder.upstream.lock import changes, make_lock
 
     path = lock_path(m.path)
-    new = make_lock(m, Distribution(Http(verify=_ca(None))), str(path))
+    new = make_lock(m, Distribution(Http(verify=ca_bundle(None))), str(path))
     moved = changes(read_lock(path), new)
     _writable(path)
     write_lock(new)

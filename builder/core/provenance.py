@@ -20,6 +20,8 @@ from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from builder.core.env import PROVENANCE as PROVENANCE_ENV
+from builder.core.env import SOURCE_DATE_EPOCH as SOURCE_DATE_EPOCH_ENV
+from builder.core.errors import UsageError
 
 SOURCE = "org.opencontainers.image.source"
 REVISION = "org.opencontainers.image.revision"
@@ -59,6 +61,16 @@ def _created(env: Mapping[str, str]) -> str | None:
         return None
     moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def source_date_epoch(env: Mapping[str, str] | None = None) -> int | None:
+    """SOURCE_DATE_EPOCH as seconds; None when unset; UsageError (exit 2) when it is not a number of seconds."""
+    value = (os.environ if env is None else env).get(SOURCE_DATE_EPOCH_ENV)
+    if value is None or value == "":
+        return None
+    if not (value.isascii() and value.isdigit()):
+        raise UsageError(f"SOURCE_DATE_EPOCH {value!r}: expected seconds since 1970 (git log -1 --format=%ct)")
+    return int(value)
 
 
 def public_url(remote: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from builder.build.gate import SecurityGate
 from builder.build.multiplatform import IndexResult, publish_index
 from builder.build.pipeline import BuildSettings, build
 from builder.build.plan import Plan
@@ -49,6 +50,8 @@ class PublishSettings:
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
     trust: TrustSettings | None = field(default=None, repr=False)  # SBOM, provenance, signatures before aliases
     zstd: bool = False  # also a zstd copy of each pushed tag, <tag>-zstd (builder/publish/zstd_copies.py)
+    security_gate: SecurityGate | None = None  # --security-gate (builder/build/gate.py)
+    epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
 
 
 @dataclass
@@ -60,6 +63,7 @@ class ItemResult:
     seconds: float = 0.0
     smoke: dict[str, int] = field(default_factory=dict)
     digest: str = ""
+    security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
 
 
 @dataclass
@@ -203,7 +207,15 @@ def _run_group(
         status = Status.SKIPPED if outcome.status is Status.UP_TO_DATE else Status.BUILT
         counts = outcome.smoke.summary if outcome.smoke else {}
         results.append(
-            ItemResult(item.id, status, outcome.ref, seconds=outcome.seconds, smoke=dict(counts), digest=outcome.digest)
+            ItemResult(
+                item.id,
+                status,
+                outcome.ref,
+                seconds=outcome.seconds,
+                smoke=dict(counts),
+                digest=outcome.digest,
+                security=outcome.security,
+            )
         )
         log(f"{'SKIP' if status is Status.SKIPPED else 'OK  '}  {item.id}: {status} {outcome.ref}")
     return results
@@ -258,6 +270,8 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         require_archs=group.require_archs,
         provenance=settings.provenance,
         trust=settings.trust,
+        security_gate=settings.security_gate,
+        epoch=settings.epoch,
     )
 
 

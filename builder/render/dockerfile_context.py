@@ -8,6 +8,7 @@ from typing import Any
 from builder import __version__
 from builder.core.kinds import Flavor
 from builder.core.versions import minor_str
+from builder.image.pip_guard import CONSTRAINTS
 from builder.render.layers import LayerPlan
 from builder.render.options import Extension
 from builder.render.spec import ImageSpec
@@ -54,6 +55,7 @@ def dockerfile_context(spec: ImageSpec) -> dict[str, Any]:
         "cuda_major": v.cuda.major if v.cuda else None,
         "extensions": [_extension_context(e) for e in spec.extensions],
         "user": None if spec.user is None else {"name": spec.user.name, "uid": spec.user.uid},
+        "image_constraints": f"/opt/torchyard/{CONSTRAINTS}",  # written by pip_guard.py in the build stage
         "targets": {flavor.value: _finish(spec, flavor) for flavor in Flavor},
     }
 

@@ -32,6 +32,7 @@ THIRD_PARTY = {
     "torchyard_gpu_sim_mode",
     "torchyard_faults",
     "builder",
+    "pip",  # image/pip_guard.py is the venv's pip launcher: it runs in the venv that holds pip
 }
 NEWER_DICT_OPERANDS = {"asdict", "vars", "dict"}
 GENERICS = {"dict", "list", "tuple", "set", "frozenset", "type"}

@@ -1,0 +1,126 @@
+"""The security gate of a publish (`torchyard publish --security-gate`), run on each image after its smoke suite
+passed and before anything is tagged or pushed.
+
+OS packages: a pending update from the distribution's security suite (builder/build/security.py) fails the image
+(exit 4, naming each package) unless a current allowlist entry covers it (builder/build/allowlist.py); an expired
+entry fails. A security suite that cannot be read fails too: the gate does not pass what it could not check. An
+OS without a known security suite is "not checked".
+
+Python distributions: the advisories PyPI's JSON API lists for each installed version (OSV data, as pip-audit
+reads it), reported and not gating; "not checked" with the reason when PyPI could not be asked, never "clean".
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from builder.build.allowlist import Entry, Verdict, judge
+from builder.build.image_set import Installed, read_image_set
+from builder.build.security import Suite, fetch_suite, installed_packages, os_release, pending, suite_of
+from builder.core.errors import BuildError, TorchyardError
+from builder.engine import Engine
+from builder.net.http import Http
+
+PYPI_JSON = "https://pypi.org/pypi"
+STATUS = "/var/lib/dpkg/status"
+STATUS_LIMIT = 32 << 20
+
+
+@dataclass(frozen=True)
+class GateResult:
+    os: str  # "clean" | "N pending, all allowed" | "not checked: why"
+    python: str  # "no advisories known (PyPI)" | "N advisories" | "not checked: why"
+    verdicts: tuple[Verdict, ...] = ()
+    advisories: tuple[str, ...] = ()  # "torch 2.14.1: GHSA-... (fixed in 2.15.0)"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "os": self.os,
+            "os_pending": [
+                {
+                    "package": v.finding.package,
+                    "installed": v.finding.installed,
+                    "update": v.finding.candidate,
+                    "suite": v.finding.suite,
+                    "allowed": v.allowed,
+                    "why": v.why,
+                }
+                for v in self.verdicts
+            ],
+            "python": self.python,
+            "python_advisories": list(self.advisories),
+        }
+
+
+@dataclass(frozen=True)
+class SecurityGate:
+    http: Http
+    allowlist: tuple[Entry, ...] = ()
+    today: datetime.date = field(default_factory=lambda: datetime.datetime.now(datetime.UTC).date())
+
+    def check(self, engine: Engine, image: str, platform: str) -> GateResult:
+        """The gate's findings; BuildError naming every package that blocks the image."""
+        os_state, verdicts = self._os(engine, image, platform)
+        blocked = [v for v in verdicts if not v.allowed]
+        if blocked:
+            named = "; ".join(
+                f"{v.finding.package} {v.finding.installed} -> {v.finding.candidate} ({v.why})" for v in blocked
+            )
+            raise BuildError(
+                f"security gate: {len(blocked)} package(s) of {image[:19]} have a pending {blocked[0].finding.suite} "
+                f"update: {named}; rebuild with --refresh, or add an allowlist entry (docs/security-gate.md)"
+            )
+        python, advisories = self._python(engine, image)
+        return GateResult(os_state, python, verdicts, advisories)
+
+    def _os(self, engine: Engine, image: str, platform: str) -> tuple[str, tuple[Verdict, ...]]:
+        release = engine.read_file(image, "/usr/lib/os-release") or engine.read_file(image, "/etc/os-release")
+        status = engine.read_file(image, STATUS, limit=STATUS_LIMIT)
+        if release is None or status is None:
+            return "not checked: the image has no os-release or dpkg status", ()
+        suite = suite_of(os_release(release.decode("utf-8", "replace")), platform)
+        if not isinstance(suite, Suite):
+            return f"not checked: {suite}", ()
+        try:
+            offered = fetch_suite(self.http, suite)
+        except TorchyardError as exc:
+            raise BuildError(
+                f"security gate: could not read {suite.name} ({exc}): not checked, so not passed"
+            ) from None
+        findings = pending(installed_packages(status.decode("utf-8", "replace")), offered, suite.name)
+        verdicts = judge(findings, self.allowlist, self.today)
+        if not findings:
+            return f"clean: no pending {suite.name} update", verdicts
+        return f"{len(findings)} pending {suite.name} update(s), each allowed", verdicts
+
+    def _python(self, engine: Engine, image: str) -> tuple[str, tuple[str, ...]]:
+        try:
+            every = read_image_set(engine, image).dists
+            dists = [d for d in every if d.local is None]
+            found = self.http.map(self._advisories, dists)
+        except TorchyardError as exc:
+            return f"not checked: PyPI's advisories could not be read ({exc})", ()
+        unknown = [d.name for d in every if d.local is not None]
+        unknown += [d.name for d, lines in zip(dists, found, strict=True) if lines is None]
+        advisories = tuple(line for lines in found for line in lines or ())
+        rest = f"; not checked (not on PyPI): {', '.join(sorted(unknown))}" if unknown else ""
+        if not advisories:
+            return f"no advisories known to PyPI for {len(every) - len(unknown)} distributions{rest}", ()
+        return f"{len(advisories)} advisories known to PyPI (reported, not gating){rest}", advisories
+
+    def _advisories(self, dist: Installed) -> list[str] | None:
+        """PyPI's advisories for this version; None when PyPI does not have it (another index's build)."""
+        reply = self.http.get(f"{PYPI_JSON}/{dist.name}/{dist.version}/json")
+        if reply.status == 404:
+            return None
+        if not reply.ok:
+            raise BuildError(f"{reply.url}: HTTP {reply.status}")
+        entries = reply.json().get("vulnerabilities") or []
+        return [_advisory(dist, e) for e in entries if isinstance(e, dict) and not e.get("withdrawn")]
+
+
+def _advisory(dist: Installed, entry: dict[str, Any]) -> str:
+    fixed = ", ".join(str(v) for v in entry.get("fixed_in") or []) or "no fixed version"
+    return f"{dist.name} {dist.version}: {entry.get('id')} (fixed in: {fixed})"

@@ -1,0 +1,84 @@
+"""Bit-identical rebuilds (issue 19, item 7): the same small image (the layer tests' torch family: a torchyard
+render of the Debian 12 cu130 combination, wheels of a few hundred KB from a local index) built twice with
+--no-cache, seconds apart, then normalized as before a push (builder/oci/normalize.py, SOURCE_DATE_EPOCH): the
+same manifest digest. When they differ, the assertion names each differing layer (the step that made it) and
+the files in it that differ.
+
+--no-cache rebuilds every step; BuildKit's cache mounts (apt and uv downloads) stay, as the shared engine's
+cache may not be pruned here: bench/reproducible.py builds on an engine of its own with every cache pruned.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from index_server import serving
+from kit import docker
+from layer_kit import Built, build, family_index
+
+from builder.core.kinds import Installer
+from builder.oci.normalize import Layer, NormalImage, layer_files, normalize_saved
+
+pytestmark = pytest.mark.docker
+
+EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: what SOURCE_DATE_EPOCH would say (the matrix commit's time)
+RUN = uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(scope="module")
+def twice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Built, NormalImage, NormalImage]]:
+    folder = tmp_path_factory.mktemp("reproducible")
+    with serving(family_index()) as index:
+        first = build(index, "2.14.1", Installer.UV, folder, f"lock-repro-a-{RUN}", "--no-cache")
+        time.sleep(2)  # another clock: every time BuildKit writes moves
+        second = build(index, "2.14.1", Installer.UV, folder, f"lock-repro-b-{RUN}", "--no-cache")
+    try:
+        yield first, _normal(first, folder), _normal(second, folder)
+    finally:
+        docker("rmi", first.ref, second.ref)
+
+
+def _normal(image: Built, folder: Path) -> NormalImage:
+    saved = folder / f"{image.ref.replace('/', '_').replace(':', '_')}.tar"
+    done = docker("save", "-o", str(saved), image.ref)
+    assert done.returncode == 0, done.stderr
+    return normalize_saved(saved, folder / f"{saved.stem}-oci", EPOCH)
+
+
+def _tar(layer: Layer) -> Path:
+    return layer.blob.path.with_name(
+        layer.blob.path.name.replace(".tar.gz", ".normal.tar" if layer.changed else ".tar")
+    )
+
+
+def _differences(a: NormalImage, b: NormalImage) -> list[str]:
+    found = []
+    for number, (x, y) in enumerate(zip(a.layers, b.layers, strict=True)):
+        if x.diff_id == y.diff_id:
+            continue
+        files_x, files_y = layer_files(_tar(x)), layer_files(_tar(y))
+        differ = sorted(p for p in files_x.keys() | files_y.keys() if files_x.get(p) != files_y.get(p))
+        found.append(f"layer {number} ({x.created_by[:90]}): {', '.join(differ[:12]) or 'entry order or headers'}")
+    return found
+
+
+def test_two_builds_of_the_same_image_normalize_to_the_same_digest(
+    twice: tuple[Built, NormalImage, NormalImage],
+) -> None:
+    _, a, b = twice
+    assert len(a.layers) == len(b.layers)
+    assert _differences(a, b) == [], "the layers that differ, and their files"
+    assert a.config == b.config
+    assert a.digest == b.digest
+
+
+def test_the_base_and_venv_layers_are_kept_byte_for_byte(twice: tuple[Built, NormalImage, NormalImage]) -> None:
+    first, a, _ = twice
+    venv = set(first.venv_layers().values())
+    kept = {layer.diff_id for layer in a.layers if not layer.changed}
+    assert venv <= kept  # content-only layers (mtime 0, owner 0): no entry needed a change
+    assert first.layers()[0] in kept  # debian:bookworm-slim's layer, as the base digest gave it
