@@ -5,19 +5,23 @@ Http.map goes parallel, the counters, and what the cache keeps, serves and refus
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import json
+import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import requests
-from http_kit import Answer, Net
+from http_kit import Answer, Net, Sent
 
 from builder.net.cache import CacheKind, DiskCache, Stored
 from builder.net.http import Http, Policy, Reply, TooLarge, Unreachable
 
 URL = "https://pypi.example/simple/torch/"
+REALM = "https://auth.example/token"
 
 
 def test_retry_after_as_a_date_a_past_date_spaces_and_unreadable_values(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -211,3 +215,118 @@ def test_a_connection_lost_while_a_streamed_body_is_read_is_unreachable() -> Non
     lost = pytest.raises(Unreachable, match=r"^pypi\.example is unreachable: ChunkedEncodingError$")
     with lost, net.http().stream("GET", URL) as response:
         b"".join(response.iter_content(64))
+
+
+def test_the_cache_tells_apart_methods_queries_and_accepted_types(tmp_path: Path) -> None:
+    def echo(sent: Sent) -> Answer:
+        accept = {k.lower(): v for k, v in sent.headers.items()}.get("accept")
+        return Answer(200, f"{sent.method} {sent.url} {accept}".encode())
+
+    net = Net().on(echo)
+    http = net.http(cache=DiskCache(tmp_path))
+    asked = [
+        ("HEAD", {}, {}),
+        ("GET", {}, {}),
+        ("GET", {"page": "1"}, {}),
+        ("GET", {"page": "2"}, {}),
+        ("GET", {}, {"Accept": "application/json"}),
+        ("GET", {}, {"accept": "text/html"}),
+    ]
+    for _ in range(2):
+        for method, params, headers in asked:
+            http.request(method, URL, params=params, headers=headers, cache=CacheKind.IMMUTABLE)
+    assert len(net.sent) == len(asked)
+    assert http.get(URL, headers={"Accept": "text/html"}, cache=CacheKind.IMMUTABLE).body.endswith(b"text/html")
+
+
+def test_map_runs_at_most_policy_workers_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int | None] = []
+
+    class Pool(ThreadPoolExecutor):
+        def __init__(self, max_workers: int | None = None) -> None:
+            sizes.append(max_workers)
+            super().__init__(max_workers=max_workers)
+
+    monkeypatch.setattr("builder.net.http.ThreadPoolExecutor", Pool)
+    net = Net().on(lambda sent: Answer(200, b"x"))
+    http = net.http(Policy(workers=3))
+    assert len(http.map(lambda url: http.get(url).body, [f"https://x.example/{i}" for i in range(6)])) == 6
+    assert sizes == [3]
+
+
+def test_unreachable_keeps_the_host_and_the_reason() -> None:
+    net = Net().route("GET", URL, requests.ConnectionError("refused"))
+    with pytest.raises(Unreachable) as raised:
+        net.http(Policy(retries=0, workers=1)).get(URL)
+    assert (raised.value.host, raised.value.reason) == ("pypi.example", "ConnectionError")
+
+
+def test_an_entry_written_without_headers_or_url_is_served_with_none(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path)
+    cache.put("k", Stored(200, {"etag": "e"}, b"x", URL))
+    meta, _ = _entry(tmp_path)
+    recorded = json.loads(meta.read_text())
+    del recorded["headers"], recorded["url"]
+    meta.write_text(json.dumps(recorded))
+    assert cache.get("k", CacheKind.IMMUTABLE) == Stored(200, {}, b"x", "")
+
+
+def test_the_cache_layout_stays_findable_and_mutable_answers_live_a_day_by_default(tmp_path: Path) -> None:
+    clock = [1000.0]
+    cache = DiskCache(tmp_path, now=lambda: clock[0])
+    cache.put("k", Stored(200, {}, b"x", URL))
+    digest = hashlib.sha256(b"k").hexdigest()  # a cache folder made by an earlier run: the same place
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*.*")) == [
+        f"{digest[:2]}/{digest}.body",
+        f"{digest[:2]}/{digest}.json",
+    ]
+    clock[0] += 86400
+    assert cache.get("k", CacheKind.MUTABLE) is not None
+    clock[0] += 1
+    assert cache.get("k", CacheKind.MUTABLE) is None
+
+
+def test_the_cache_is_written_beside_its_entries_not_in_the_system_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "no-such-tmp"))  # a full or missing /tmp
+    cache = DiskCache(tmp_path / "cache")
+    cache.put("k", Stored(200, {}, b"x", URL))
+    assert cache.get("k", CacheKind.IMMUTABLE) == Stored(200, {}, b"x", URL)
+
+
+def test_a_request_not_meant_for_the_cache_leaves_nothing_in_it(tmp_path: Path) -> None:
+    net = Net().route("GET", REALM, Answer(200, b'{"token": "secret"}'))
+    http = net.http(cache=DiskCache(tmp_path))
+    assert http.get(REALM).body == b'{"token": "secret"}'  # the token service: never cached
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_connections_count_per_host() -> None:
+    failed: set[str] = set()
+
+    def once_per_host(sent: Sent) -> Answer | Exception:
+        host = sent.url.split("/")[2]
+        if host in failed:
+            return Answer(200, host.encode())
+        failed.add(host)
+        return requests.ConnectionError("reset")
+
+    http = Net().on(once_per_host).http(Policy(connect_retries=1, workers=1))
+    assert [http.get(f"https://{h}/").body for h in ("a.example", "b.example")] == [b"a.example", b"b.example"]
+
+
+def test_a_thread_keeps_its_session_and_each_thread_has_its_own() -> None:
+    net = Net().on(lambda sent: Answer(200, b"x"))
+    made: list[object] = []
+
+    def factory() -> requests.Session:
+        made.append(threading.get_ident())
+        return net.session()
+
+    http = Http(Policy(workers=2), session_factory=factory, sleep=net.waits.append)
+    for _ in range(3):
+        http.get(URL)
+    assert len(made) == 1  # connections are kept alive between requests
+    http.map(lambda i: http.get(f"{URL}{i}").body, range(5))
+    assert 2 <= len(made) <= 3 and len(set(made)) == len(made)
