@@ -330,3 +330,9 @@ def test_a_thread_keeps_its_session_and_each_thread_has_its_own() -> None:
     assert len(made) == 1  # connections are kept alive between requests
     http.map(lambda i: http.get(f"{URL}{i}").body, range(5))
     assert 2 <= len(made) <= 3 and len(set(made)) == len(made)
+
+
+def test_certificates_are_verified_unless_told_otherwise() -> None:
+    net = Net().on(lambda sent: Answer(200, b"x"))
+    Http(Policy(workers=1), session_factory=net.session, sleep=net.waits.append).get(URL)
+    assert net.options == [{"verify": True, "stream": False}]

@@ -122,3 +122,25 @@ def test_anything_else_is_the_usage_line_and_exit_2(argv: list[str], capsys: pyt
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == "usage: venv_layers.py split PLAN OUT | manifest MAP DIR | uv-env PIP_CONF\n"
+
+
+def test_a_venv_without_exactly_one_site_packages_stops_the_split(tmp_path: Path) -> None:
+    lib = tmp_path / "venv" / "lib"
+    (lib / "python3.11").mkdir(parents=True)
+    with pytest.raises(SystemExit) as none:
+        vl.site_packages(str(tmp_path / "venv"))
+    assert (
+        str(none.value)
+        == f"venv_layers: expected one {lib}/python*/site-packages, found ['{lib}/python3.11/site-packages']"
+    )
+    (lib / "python3.11" / "site-packages").mkdir()
+    (lib / "python3.12" / "site-packages").mkdir(parents=True)
+    with pytest.raises(SystemExit, match=r"expected one .*/python\*/site-packages, found \[.*python3\.11.*python3\.12"):
+        vl.site_packages(str(tmp_path / "venv"))
+
+
+def test_metadata_with_a_byte_that_is_not_utf8_is_still_read(tmp_path: Path) -> None:
+    info = tmp_path / "odd-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: odd\nVersion: 1.0\nSummary: caf\xe9\n")
+    assert [(d.name, d.version) for d in vl.read_dists(str(tmp_path)).values()] == [("odd", "1.0")]
