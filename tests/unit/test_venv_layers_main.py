@@ -33,6 +33,7 @@ class CompileallHere:
         assert argv[:3] == [sys.executable, "-m", "compileall"]
         args = list(argv[3:])
         if "-j" in args:
+            assert int(args[args.index("-j") + 1]) >= 0  # as compileall's own parser would read it
             args[args.index("-j") + 1] = "1"
         saved = sys.argv
         sys.argv = ["compileall", *args]
@@ -47,6 +48,7 @@ def compile_here(monkeypatch: pytest.MonkeyPatch) -> CompileallHere:
     fake = CompileallHere()
     monkeypatch.setattr(subprocess, "run", fake)  # the module venv_layers calls
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")  # the build's, if it sets one: not for compileall
+    monkeypatch.setenv("PYTHONHASHSEED", "random")  # the caller's: the step sets its own
     return fake
 
 
@@ -58,8 +60,13 @@ def test_the_bytecode_step_makes_timestamp_pycs_of_mtime_0_sources_with_a_fixed_
     (site / "pkg" / "m.py").write_text("S = {'a', 'b'}\n")
     (site / "pkg" / "data.txt").write_text("x")
     os.utime(site / "pkg" / "data.txt", (5, 5))
+    outside = tmp_path / "elsewhere.py"  # a link to a source outside the venv: the link changes, not its target
+    outside.write_text("X = 1\n")
+    os.utime(outside, (7, 7))
+    (site / "pkg" / "linked.py").symlink_to(outside)
     vl.compile_bytecode(str(site))
     assert (site / "pkg" / "m.py").stat().st_mtime == 0 and (site / "pkg" / "data.txt").stat().st_mtime == 5
+    assert outside.stat().st_mtime == 7 and (site / "pkg" / "linked.py").lstat().st_mtime == 0
     pyc = next((site / "pkg" / "__pycache__").glob("m.*.pyc")).read_bytes()
     assert int.from_bytes(pyc[4:8], "little") == 0 and int.from_bytes(pyc[8:12], "little") == 0
     ((argv, env, check),) = compile_here.calls
@@ -88,6 +95,8 @@ def test_split_writes_the_map_and_prints_a_line_per_layer(
     by_name = {layer["name"]: layer for layer in layer_map["layers"]}
     assert f"layer torch: {by_name['torch']['bytes'] / 1e6:.1f} MB, torch==2.14.1" in printed
     assert "layer pinned.3: 0.0 MB, -" in printed
+    rest = ", ".join(by_name["packages"]["packages"])
+    assert rest.count(", ") == 2 and f"layer packages: {by_name['packages']['bytes'] / 1e6:.1f} MB, {rest}" in printed
     assert (out / "layers.json").read_text().endswith("}\n")
     assert [c[0][-1] for c in compile_here.calls] == [str(venv / SITE)]
 
