@@ -5,9 +5,10 @@ that group's files and runs only the unit test files that exercise them, `mutmut
 of mutants the tests caught (killed or timed out) among those that ran. Survivors are printed with their diff
 (`mutmut show`); the ones accepted as equivalent are listed, each with why, in docs/mutation.md.
 
-mutmut is not a dependency of torchyard or of its unit tier; install it into the venv first:
+mutmut is not a dependency of torchyard or of its unit tier: it is the optional extra `mutation` (pinned, as the
+bench reads its result formats). Install it into the venv first:
 
-    .venv/bin/pip install 'mutmut>=3.3,<4'
+    .venv/bin/pip install -e '.[dev,mutation]'
     nice -n 10 .venv/bin/python bench/mutation.py [GROUP ...] [--jobs 2] [--work /tmp/torchyard-mutation]
     .venv/bin/python bench/mutation.py --list
 
@@ -19,6 +20,7 @@ tests/unit/test_mutants.py, which applies listed changes to a copy of a module's
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import re
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MUTMUT = "3.8.1"  # the version pyproject's `mutation` extra pins
 UNIT = "tests/unit"
 # mutmut's trampolines deepen every call: this case of 1000 nested requirement files then hits Python's recursion
 # limit on the clean code, and mutmut stops before its first mutant.
@@ -97,36 +100,62 @@ def prepare(group: Group, work: Path) -> Path:
     return folder
 
 
-def run(group: Group, work: Path, jobs: int) -> dict[str, object]:
+_MUTANT = re.compile(r"^\s*(?P<module>[\w.]+?)\.x[_\u01c1](?P<rest>\S*): (?P<status>.+)$")
+
+
+def tally(listing: str) -> dict[str, dict[str, int]]:
+    """`mutmut results --all true` as module -> status -> count ("not checked": outside --mutants)."""
+    counts: dict[str, dict[str, int]] = {}
+    for line in listing.splitlines():
+        found = _MUTANT.match(line)
+        if found:
+            statuses = counts.setdefault(found["module"], {})
+            statuses[found["status"]] = statuses.get(found["status"], 0) + 1
+    return counts
+
+
+def score(statuses: dict[str, int]) -> dict[str, object]:
+    """Caught (killed or timed out) among the mutants that ran; mutants no selected test reaches apart."""
+    caught = statuses.get("killed", 0) + statuses.get("timeout", 0)
+    ran = caught + sum(statuses.get(s, 0) for s in ("survived", "suspicious", "segfault"))
+    return {
+        "mutants": sum(n for s, n in statuses.items() if s != "not checked"),
+        "caught": caught,
+        "survived": statuses.get("survived", 0),
+        "no_tests": statuses.get("no tests", 0),
+        "score": round(100.0 * caught / ran, 1) if ran else None,
+    }
+
+
+def run(group: Group, work: Path, jobs: int, mutants: list[str]) -> dict[str, object]:
     folder = prepare(group, work)
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
-    argv = [*mutmut, "run", "--max-children", str(jobs)]
+    argv = [*mutmut, "run", "--max-children", str(jobs), *mutants]
     ran = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False)
     seconds = time.monotonic() - start
     (folder / "run.log").write_text(ran.stdout + ran.stderr, encoding="utf-8")
-    subprocess.run([*mutmut, "export-cicd-stats"], cwd=folder, capture_output=True, check=False)
-    stats_file = folder / "mutants" / "mutmut-cicd-stats.json"
-    if ran.returncode != 0 or not stats_file.exists():
+    if ran.returncode != 0:
         tail = (ran.stdout + ran.stderr).strip().splitlines()[-5:]
         return {"group": group.name, "error": f"mutmut run exit {ran.returncode}: " + " | ".join(tail)}
-    stats = json.loads(stats_file.read_text(encoding="utf-8"))
-    listed = subprocess.run([*mutmut, "results"], cwd=folder, capture_output=True, text=True, check=False).stdout
-    survivors = [line.split(":")[0].strip() for line in listed.splitlines() if line.strip().endswith(": survived")]
+    results = [*mutmut, "results", "--all", "true"]
+    listing = subprocess.run(results, cwd=folder, capture_output=True, text=True, check=False).stdout
+    by_module = tally(listing)
+    survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith(": survived")]
     diffs = [
         subprocess.run([*mutmut, "show", s], cwd=folder, capture_output=True, text=True, check=False).stdout
         for s in survivors
     ]
     (folder / "survivors.diff").write_text("\n".join(diffs), encoding="utf-8")
-    caught = int(stats["killed"]) + int(stats["timeout"])
-    ran_count = caught + int(stats["survived"]) + int(stats["suspicious"]) + int(stats["segfault"])
+    together: dict[str, int] = {}
+    for statuses in by_module.values():
+        for status, count in statuses.items():
+            together[status] = together.get(status, 0) + count
     return {
         "group": group.name,
-        "mutants": int(stats["total"]),
-        "caught": caught,
-        "survived": int(stats["survived"]),
-        "no_tests": int(stats["no_tests"]),
-        "score": round(100.0 * caught / ran_count, 1) if ran_count else None,
+        **score(together),
+        "modules": {module: score(statuses) for module, statuses in sorted(by_module.items())},
+        "only": mutants,
         "seconds": round(seconds),
         "tests": len(test_files(group)),
         "survivors": survivors,
@@ -141,6 +170,9 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/torchyard-mutation"))
     parser.add_argument("--list", action="store_true", help="the groups, their files and test files")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--mutants", nargs="+", default=[], metavar="GLOB", help="only these mutants, by mutmut's names ('builder.x.*')"
+    )
     args = parser.parse_args()
     chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
     unknown = set(args.groups) - {g.name for g in GROUPS}
@@ -151,19 +183,30 @@ def main() -> int:
         for g in chosen:
             print(f"{g.name}: {' '.join(mutated_files(g))}\n    tests: {' '.join(test_files(g))}")
         return 0
+    try:
+        found = importlib.metadata.version("mutmut")
+    except importlib.metadata.PackageNotFoundError:
+        print(f"mutmut is not installed in {sys.prefix}: run  {sys.prefix}/bin/pip install -e '.[dev,mutation]'")
+        return 2
+    if found != MUTMUT:
+        print(f"warning: mutmut {found}, not {MUTMUT} (pyproject's `mutation` extra): scores may not compare")
     os.environ.setdefault("PYTHONHASHSEED", "0")
     results = []
     for group in chosen:
-        result = run(group, args.work, args.jobs)
+        result = run(group, args.work, args.jobs, args.mutants)
         results.append(result)
         if "error" in result:
             print(f"{group.name}: {result['error']}", flush=True)
             continue
         print(
             f"{group.name}: {result['score']}% caught ({result['caught']} of {result['mutants']} mutants; "
-            f"{result['survived']} survived, {result['no_tests']} without a test) in {result['seconds']} s",
+            f"{result['survived']} survived, {result['no_tests']} without a test) in {result['seconds']} s"
+            + (f", only {' '.join(args.mutants)}" if args.mutants else ""),
             flush=True,
         )
+        modules: dict[str, dict[str, object]] = result["modules"]  # type: ignore[assignment]
+        for module, part in modules.items() if len(modules) > 1 else ():
+            print(f"    {module}: {part['score']}% ({part['caught']} of {part['mutants']}; {part['survived']} alive)")
         for name in result["survivors"]:  # type: ignore[attr-defined]
             print(f"    survived: {name}")
     if args.json:

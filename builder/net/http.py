@@ -174,10 +174,13 @@ class Http:
     def stream(
         self, method: str, url: str, *, headers: Mapping[str, str] | None = None, auth: tuple[str, str] | None = None
     ) -> Iterator[requests.Response]:
-        """A streamed answer (large blobs): retried while connecting, never cached, closed after use."""
+        """A streamed answer (large blobs): retried while connecting, never cached, closed after use. A
+        connection lost while the caller reads the body is Unreachable too (requests' own errors stay here)."""
         response = self._attempts(method, url, dict(headers or {}), None, auth, None, True, stream=True)
         try:
             yield response
+        except requests.RequestException as exc:
+            raise Unreachable(urlsplit(url).netloc, _reason(exc)) from None
         finally:
             response.close()
 

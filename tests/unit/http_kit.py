@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import requests
+import urllib3
 from requests.adapters import BaseAdapter
 from requests.structures import CaseInsensitiveDict
 
@@ -53,6 +54,7 @@ class Answer:
     status: int = 200
     body: bytes | str | dict[str, Any] | list[Any] = b""
     headers: dict[str, str] = field(default_factory=dict)
+    cut_after: int | None = None  # the connection drops after this many bytes of the body (streamed reads)
 
     def content(self) -> bytes:
         if isinstance(self.body, bytes):
@@ -82,6 +84,7 @@ class FakeAdapter(BaseAdapter):
             sent.body = request.body.encode()
         self.net.sent.append(sent)
         self.net.timeouts.append(kwargs.get("timeout"))
+        self.net.options.append({k: kwargs.get(k) for k in ("verify", "stream")})
         answer = self.net.answer(sent)
         if isinstance(answer, Exception):
             raise answer
@@ -93,7 +96,7 @@ class FakeAdapter(BaseAdapter):
         response.url = sent.url
         response.request = request
         response.reason = "fake"
-        response.raw = _Raw(response._content)
+        response.raw = _Raw(response._content, answer.cut_after)
         return response
 
     def close(self) -> None:
@@ -103,14 +106,18 @@ class FakeAdapter(BaseAdapter):
 class _Raw:
     """Enough of urllib3's response for requests' streaming (iter_content) and redirect handling."""
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, cut_after: int | None = None) -> None:
         self._data = data
+        self._cut_after = cut_after
 
     def read(self, amount: int | None = None, decode_content: bool = True) -> bytes:
         data, self._data = self._data, b""
         return data
 
     def stream(self, amount: int = 65536, decode_content: bool = True) -> Any:
+        if self._cut_after is not None:
+            yield self._data[: self._cut_after]
+            raise urllib3.exceptions.ProtocolError("Connection broken: IncompleteRead")
         while self._data:
             chunk, self._data = self._data[:amount], self._data[amount:]
             yield chunk
@@ -129,6 +136,7 @@ class Net:
     handlers: list[Handler] = field(default_factory=list)
     sent: list[Sent] = field(default_factory=list)
     timeouts: list[Any] = field(default_factory=list)
+    options: list[dict[str, Any]] = field(default_factory=list)  # verify and stream, as each request had them
     waits: list[float] = field(default_factory=list)
 
     def on(self, handler: Handler) -> Net:

@@ -7,7 +7,10 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,3 +105,153 @@ def test_a_report_in_a_folder_without_write_permission_is_refused(tmp_path: Path
     locked.mkdir(mode=0o500)
     with pytest.raises(UsageError, match=rf"^--report {locked}/r.json: folder {locked} is not writable$"):
         check_writable(locked / "r.json", "--report")
+
+
+def test_text_keeps_the_caller_s_name_limit_and_error_class(tmp_path: Path) -> None:
+    big = tmp_path / "r.txt"
+    big.write_text("abc")
+    with pytest.raises(UsageError, match=rf"^requirements {big}: 3 bytes, more than the 2 a requirements may have$"):
+        read_text(big, "requirements", limit=2)
+    with pytest.raises(MatrixError, match=rf"^matrix {tmp_path}/m.toml: cannot read: No such file or directory$"):
+        read_text(tmp_path / "m.toml", "matrix", error=MatrixError)
+
+
+def _stat_says(monkeypatch: pytest.MonkeyPatch, path: Path, answer: Callable[[], os.stat_result]) -> None:
+    """os.stat answers `answer()` for `path` (what a file looked like just before it changed), the truth for
+    every other path."""
+    real_stat = os.stat
+
+    def fake(p: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return answer() if Path(p) == path else real_stat(p, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", fake)
+
+
+def test_a_pipe_swapped_in_after_the_check_is_refused_without_waiting_for_a_writer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    regular = os.stat(__file__)
+    _stat_says(monkeypatch, fifo, lambda: regular)
+    refused: list[str] = []
+
+    def read() -> None:
+        try:
+            read_bytes(fifo, "requirements")
+        except UsageError as exc:
+            refused.append(str(exc))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(5)
+    waited = reader.is_alive()
+    if waited:  # opened blocking: it waits for a writer; one comes and goes so the thread ends
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(5)
+    assert not waited, "read_bytes waited for a writer on a named pipe"
+    assert refused == [f"requirements {fifo}: not a regular file"]
+
+
+def test_a_file_removed_between_the_check_and_the_open_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "gone.txt"
+    regular = os.stat(__file__)
+    _stat_says(monkeypatch, gone, lambda: regular)
+    with pytest.raises(UsageError) as refused:
+        read_bytes(gone, "requirements")
+    assert str(refused.value) == f"requirements {gone}: cannot read: No such file or directory"
+
+
+class _Endless:
+    """A regular file that never ends (a /proc file's stat size is 0): read() without a size would never return."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __enter__(self) -> _Endless:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._real.close()
+
+    def fileno(self) -> int:
+        return int(self._real.fileno())
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is None or size < 0:
+            raise AssertionError("read to the end of a file that never ends")
+        return b"x" * size
+
+
+def test_a_file_that_never_ends_is_read_only_past_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    empty = tmp_path / "status"  # stat size 0, like /proc/self/status
+    empty.write_bytes(b"")
+    real_fdopen = os.fdopen
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: _Endless(real_fdopen(fd, *a, **k)))
+    with pytest.raises(UsageError) as refused:
+        read_bytes(empty, "requirements", limit=8)
+    assert str(refused.value) == f"requirements {empty}: more than the 8 bytes a requirements may have"
+
+
+def _access_denies(monkeypatch: pytest.MonkeyPatch, path: Path, denied: int) -> None:
+    """os.access as for a user without the `denied` permission bits on `path` (the tests may run as root, who
+    has them all)."""
+    real_access = os.access
+
+    def fake(p: Any, mode: int, *args: Any, **kwargs: Any) -> bool:
+        if Path(p) == path and mode & denied:
+            return False
+        return real_access(p, mode, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", fake)
+
+
+def test_a_report_in_a_folder_one_may_write_but_not_enter_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    _access_denies(monkeypatch, folder, os.X_OK)
+    with pytest.raises(UsageError) as refused:
+        check_writable(folder / "sub" / "r.json", "--report")
+    assert str(refused.value) == f"--report {folder}/sub/r.json: folder {folder} is not writable"
+
+
+def test_a_read_only_report_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    report = tmp_path / "r.json"
+    report.write_text("old")
+    _access_denies(monkeypatch, report, os.W_OK)
+    with pytest.raises(UsageError) as refused:
+        check_writable(report, "-o")
+    assert str(refused.value) == f"-o {report}: not writable"
+
+
+def test_a_report_s_folder_that_turned_into_a_file_or_cannot_be_looked_at_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "out"
+    regular = os.stat(__file__)
+    _stat_says(monkeypatch, folder, lambda: regular)
+    with pytest.raises(UsageError) as not_a_folder:
+        check_writable(folder / "r.json", "--report")
+    assert str(not_a_folder.value) == f"--report {folder}/r.json: {folder} is not a regular file, not a folder"
+
+    def denied() -> os.stat_result:
+        raise PermissionError(13, "Permission denied")
+
+    _stat_says(monkeypatch, folder, denied)
+    with pytest.raises(UsageError) as cannot_look:
+        check_writable(folder / "r.json", "--report")
+    assert str(cannot_look.value) == f"--report {folder}/r.json: Permission denied"
+
+
+def test_a_report_goes_into_a_folder_that_exists_or_names_the_folder_it_cannot_make(tmp_path: Path) -> None:
+    write_report_file(tmp_path / "r.json", "{}\n")
+    assert (tmp_path / "r.json").read_text() == "{}\n"
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UsageError) as refused:
+        write_report_file(blocker / "sub" / "r.json", "{}\n")
+    assert str(refused.value) == f"{blocker}/sub: cannot make the folder: Not a directory"

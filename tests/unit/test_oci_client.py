@@ -1,0 +1,220 @@
+"""builder.oci.client against a registry that misbehaves one way at a time (issue 24: mutation testing left
+these answers unheld): each is one line naming the registry and what it did; uploads go where the registry said,
+with the digest; a copy between registries moves the bytes it was asked for, checked, and counts them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import requests
+from http_kit import Answer, Net, Sent, json_answer
+
+from builder.core.errors import PushError
+from builder.net.cache import DiskCache
+from builder.net.http import Policy
+from builder.oci.client import OCI_INDEX, OCI_MANIFEST, Distribution, digest_of
+from builder.oci.refs import parse_repo
+
+REPO = parse_repo("127.0.0.1:5000/team/torch")
+OTHER = parse_repo("127.0.0.1:5001/mirror/torch")
+BASE = REPO.base
+CONFIG = json.dumps({"os": "linux", "architecture": "arm64", "variant": "v8"}).encode()
+MANIFEST = json.dumps({"schemaVersion": 2, "config": {"digest": digest_of(CONFIG), "size": len(CONFIG)}}).encode()
+
+
+@pytest.fixture(autouse=True)
+def no_docker_login(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path / "docker-config"))
+
+
+def client(net: Net, cache: DiskCache | None = None) -> Distribution:
+    return Distribution(net.http(Policy(retries=0, connect_retries=0, workers=1), cache=cache))
+
+
+def refused(call: object) -> str:
+    assert callable(call)
+    with pytest.raises(PushError) as raised:
+        call()
+    assert raised.value.exit_code == 5
+    return str(raised.value)
+
+
+def test_a_manifest_that_is_not_json_or_not_its_digest_is_refused() -> None:
+    net = Net().route("GET", f"{BASE}/manifests/latest", Answer(200, b"<html>"))
+    net.route("GET", f"{BASE}/manifests/sha256:{'a' * 64}", Answer(200, MANIFEST))
+    dist = client(net)
+    assert refused(lambda: dist.manifest(REPO, "latest")) == (
+        "registry 127.0.0.1:5000 answered a manifest of team/torch that is not JSON"
+    )
+    assert refused(lambda: dist.manifest(REPO, f"sha256:{'a' * 64}")) == (
+        f"registry 127.0.0.1:5000 answered team/torch@sha256:{'a' * 64} with content of {digest_of(MANIFEST)}"
+    )
+
+
+def test_a_manifest_s_type_comes_from_its_body_or_else_its_content_type() -> None:
+    net = Net().route("GET", f"{BASE}/manifests/a", Answer(200, MANIFEST, {"Content-Type": f"{OCI_MANIFEST}; x=1"}))
+    typed = json.dumps({"mediaType": OCI_INDEX, "manifests": []}).encode()
+    net.route("GET", f"{BASE}/manifests/b", Answer(200, typed, {"Content-Type": OCI_MANIFEST}))
+    dist = client(net)
+    first, second = dist.manifest(REPO, "a"), dist.manifest(REPO, "b")
+    assert first is not None and second is not None
+    assert (first.media_type, first.is_index, second.media_type, second.is_index) == (
+        OCI_MANIFEST,
+        False,
+        OCI_INDEX,
+        True,
+    )
+    assert net.sent[0].headers["Accept"].split(", ")[0] == OCI_MANIFEST
+
+
+def test_manifests_are_cached_only_when_asked_and_by_digest_for_good(tmp_path: Path) -> None:
+    digest = digest_of(MANIFEST)
+    net = Net().on(lambda sent: Answer(200, MANIFEST) if "/manifests/" in sent.url else None)
+    dist = client(net, DiskCache(tmp_path, max_age=0))
+    for _ in range(2):
+        dist.manifest(REPO, digest, cache=True)
+        dist.manifest(REPO, "tag", cache=True)  # mutable and max_age 0: asked each time
+        dist.manifest(REPO, digest)
+    assert [s.url.rsplit("/", 1)[1] for s in net.sent] == [digest, "tag", digest, "tag", digest]
+
+
+def test_a_blob_with_other_content_or_missing_is_refused() -> None:
+    digest = digest_of(CONFIG)
+    net = Net().route("GET", f"{BASE}/blobs/{digest}", Answer(200, CONFIG + b" "))
+    dist = client(net)
+    assert refused(lambda: dist.blob_json(REPO, digest)) == (
+        f"registry 127.0.0.1:5000 answered blob {digest} of team/torch with other content"
+    )
+    assert refused(lambda: dist.blob_json(REPO, "sha256:" + "0" * 64)) == (
+        f"registry 127.0.0.1:5000 answered HTTP 404 for {BASE}/blobs/sha256:{'0' * 64}"
+    )
+
+
+def test_platforms_of_a_single_image_come_from_its_config_and_of_an_index_from_its_entries() -> None:
+    index = {
+        "manifests": [
+            {"digest": "sha256:a", "platform": {"os": "linux", "architecture": "amd64"}},
+            {"digest": "sha256:u", "platform": {"os": "unknown", "architecture": "unknown"}},
+        ]
+    }
+    net = Net().route("GET", f"{BASE}/manifests/one", Answer(200, MANIFEST))
+    net.route("GET", f"{BASE}/blobs/{digest_of(CONFIG)}", Answer(200, CONFIG))
+    net.route("GET", f"{BASE}/manifests/many", json_answer(index))
+    dist = client(net)
+    assert dist.platforms(REPO, "one") == {"linux/arm64": digest_of(MANIFEST)}  # arm64/v8 is arm64
+    assert dist.platforms(REPO, "many") == {"linux/amd64": "sha256:a"}
+    assert dist.platforms(REPO, "none") is None
+
+
+def test_an_index_entry_the_registry_lacks_and_an_image_without_config_are_told_apart() -> None:
+    index = {"manifests": [{"digest": "sha256:gone", "platform": {"os": "linux", "architecture": "amd64"}}]}
+    bare = json.dumps({"schemaVersion": 2, "layers": []}).encode()
+    net = Net().route("GET", f"{BASE}/manifests/idx", json_answer(index))
+    net.route("GET", f"{BASE}/manifests/bare", Answer(200, bare))
+    dist = client(net)
+    assert refused(lambda: dist.image(REPO, "idx", "linux/amd64")) == (
+        "registry 127.0.0.1:5000 lists team/torch@sha256:gone in an index but does not have it"
+    )
+    found = dist.image(REPO, "bare", "linux/amd64")
+    assert found is not None and found[1] == {} and found[0].raw == bare
+
+
+def test_blob_exists_asks_for_the_scopes_of_the_operation() -> None:
+    challenge = 'Bearer realm="https://auth.example/token",service="r"'
+
+    def registry(sent: Sent) -> Answer:
+        if sent.url.startswith("https://auth.example/"):
+            return json_answer({"token": sent.query["scope"][0]})
+        if sent.bearer is None:
+            return Answer(401, b"", {"WWW-Authenticate": challenge})
+        return Answer(200 if sent.url.endswith("/here") else 404, b"")
+
+    net = Net().on(registry)
+    dist = client(net)
+    assert dist.blob_exists(REPO, "here") is True
+    assert dist.blob_exists(REPO, "missing", push=True) is False
+    assert [s.bearer for s in net.sent if s.bearer] == ["repository:team/torch:pull", "repository:team/torch:pull,push"]
+    net.handlers[:] = [lambda sent: Answer(403, b"")]
+    assert refused(lambda: dist.blob_exists(REPO, "x")).startswith(
+        "registry 127.0.0.1:5000 refused to read team/torch (HTTP 403): give credentials"
+    )
+
+
+def test_a_manifest_stored_under_another_digest_is_refused_and_a_digest_not_told_is_computed() -> None:
+    net = Net().route("PUT", f"{BASE}/manifests/v1", Answer(201, b"", {"Docker-Content-Digest": "sha256:" + "f" * 64}))
+    net.route("PUT", f"{BASE}/manifests/v2", Answer(201, b""))
+    dist = client(net)
+    assert refused(lambda: dist.put_manifest(REPO, "v1", MANIFEST, OCI_MANIFEST)) == (
+        f"registry 127.0.0.1:5000 stored team/torch:v1 as sha256:{'f' * 64}, not {digest_of(MANIFEST)}"
+    )
+    assert dist.put_manifest(REPO, "v2", MANIFEST, OCI_MANIFEST) == digest_of(MANIFEST)
+    assert (net.sent[1].headers["Content-Type"], net.sent[1].body) == (OCI_MANIFEST, MANIFEST)
+
+
+def test_a_mount_is_done_or_gives_the_upload_place_the_registry_opened() -> None:
+    net = Net().on(lambda sent: Answer(201, b"") if "d1" in sent.url else None)
+    net.on(
+        lambda sent: Answer(202, b"", {"Location": "/v2/team/torch/blobs/uploads/s?x=1"}) if "d2" in sent.url else None
+    )
+    net.on(lambda sent: Answer(202, b"") if "d3" in sent.url else None)
+    dist = client(net)
+    assert dist.mount(OTHER, REPO, "d1") is None
+    assert net.sent[0].query == {"mount": ["d1"], "from": ["mirror/torch"]}
+    assert dist.mount(OTHER, REPO, "d2") == "http://127.0.0.1:5000/v2/team/torch/blobs/uploads/s?x=1"
+    assert refused(lambda: dist.mount(OTHER, REPO, "d3")) == (
+        "registry 127.0.0.1:5000 opened an upload to team/torch without a Location"
+    )
+
+
+@pytest.mark.parametrize(
+    ("location", "put"),
+    [("/v2/team/torch/blobs/uploads/s", "/blobs/uploads/s?digest="), ("/up/s?_state=x", "/up/s?_state=x&digest=")],
+)
+def test_an_upload_goes_where_the_registry_said_with_the_digest(location: str, put: str) -> None:
+    net = Net().route("POST", f"{BASE}/blobs/uploads/", Answer(202, b"", {"Location": location}))
+    net.on(lambda sent: Answer(201, b"") if sent.method == "PUT" else None)
+    digest = client(net).upload(REPO, b"layer")
+    assert digest == digest_of(b"layer")
+    assert net.sent[1].url.endswith(put + digest) and net.sent[1].body == b"layer"
+    assert net.sent[1].headers["Content-Type"] == "application/octet-stream"
+
+
+def _copy(answer: Answer | Exception, digest: str) -> tuple[Net, Distribution]:
+    net = Net().on(lambda sent: Answer(200, b"") if sent.method == "HEAD" else None)
+    net.route("GET", f"{OTHER.base}/blobs/{digest}", answer)
+    net.on(lambda sent: Answer(201, b"") if sent.method == "PUT" else None)
+    return net, client(net)
+
+
+def test_a_blob_copied_between_registries_is_checked_counted_and_uploaded_where_told() -> None:
+    data = b"x" * 3_000_000
+    net, dist = _copy(Answer(200, data), digest_of(data))
+    before = dist.http.counters.bytes
+    moved = dist.copy_blob(OTHER, REPO, {"digest": digest_of(data), "size": 1}, f"{BASE}/blobs/uploads/s")
+    assert moved == len(data) and dist.http.counters.bytes - before == len(data)
+    assert net.sent[-1].body == data and net.sent[-1].url == f"{BASE}/blobs/uploads/s?digest={digest_of(data)}"
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (Answer(200, b"other"), "answered blob {digest} with other content"),
+        (Answer(500, b""), "answered HTTP 500 for {url}"),
+        (Answer(200, b"x" * 100, cut_after=10), "is unreachable: ChunkedEncodingError"),
+        (requests.ConnectionError("reset"), "is unreachable: ConnectionError"),
+    ],
+)
+def test_a_blob_copy_that_fails_names_the_source_and_uploads_nothing(answer: Answer | Exception, problem: str) -> None:
+    digest = digest_of(b"content")
+    net, dist = _copy(answer, digest)
+    message = refused(lambda: dist.copy_blob(OTHER, REPO, {"digest": digest}, f"{BASE}/blobs/uploads/s"))
+    url = f"{OTHER.base}/blobs/{digest}"
+    assert message == "registry 127.0.0.1:5001 " + problem.format(digest=digest, url=url)
+    assert [s.method for s in net.sent if s.method == "PUT"] == []
+
+
+def test_an_unreachable_registry_is_named() -> None:
+    dist = client(Net().on(lambda sent: requests.ConnectionError("refused")))
+    assert refused(lambda: dist.manifest(REPO, "x")) == "registry 127.0.0.1:5000 is unreachable: ConnectionError"
