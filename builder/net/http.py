@@ -179,7 +179,7 @@ class Http:
         response = self._attempts(method, url, dict(headers or {}), None, auth, None, True, stream=True)
         try:
             yield response
-        except requests.RequestException as exc:
+        except _requests().RequestException as exc:
             raise Unreachable(urlsplit(url).netloc, _reason(exc)) from None
         finally:
             response.close()
@@ -205,7 +205,7 @@ class Http:
         """A streamed body in reads of `size` bytes; a connection lost in the middle is Unreachable."""
         try:
             yield from response.iter_content(size)
-        except requests.RequestException as exc:
+        except _requests().RequestException as exc:
             raise Unreachable(urlsplit(response.url or "").netloc, _reason(exc)) from None
 
     def pause(self, seconds: float) -> None:
