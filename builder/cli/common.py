@@ -64,6 +64,8 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
     options = render_options_of(m, kwargs["archs"], kwargs)
     any_host = bool(kwargs.pop("any_host"))
     raw = raw_query_of(kwargs)
+    if wanted is Target.INFERENCE:  # only combinations that can have it (the rule onnxruntime)
+        raw = replace(raw, inference=True)
     probed = False
     platforms = _platforms(raw.platform)
     if len(platforms) > 1:
