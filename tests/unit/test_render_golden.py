@@ -101,7 +101,7 @@ CASES = (
         "torch2.14.1-cu126-py3.11-debian12",
         Strategy.WHEELS,
         {},
-        "a CUDA 12 torch's inference image: onnxruntime-gpu 1.26.0, the last CUDA 12 release (no devel: no nvcc wheels)",
+        "a CUDA 12 torch's inference image: onnxruntime-gpu 1.26.0, the last CUDA 12 release (no devel: no nvcc)",
     ),
 )
 
