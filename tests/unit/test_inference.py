@@ -3,9 +3,11 @@ sources, the render's stage and labels, and lookup / explain / render on the com
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from packaging.version import Version
 from render_kit import matrix, plan
-from test_cli_lookup import Cli, cli
+from test_cli_lookup import Cli, Run, cli
 
 from builder.core.kinds import Flavor
 from builder.resolve import onnx
@@ -107,3 +109,42 @@ def test_lookup_for_the_inference_image_rules_out_what_has_no_ort(cli: Cli) -> N
     run = cli("lookup", "--torch", "2.14.1", "--python", "3.10", "--variant", "cu130", "--inference")
     assert run.code == 1
     assert "onnxruntime-gpu==1.31.1 has no cp310 wheels (Python 3.11-3.14)" in run.err + run.out
+
+
+def _render(cli: Cli, tmp_path: Path, *flags: str) -> Run:
+    pin = ("--torch", "2.14.1", "--python", "3.11", "--os", "debian12", "--any-host", "--no-host-settings")
+    return cli("render", *pin, "-o", str(tmp_path / "out"), *flags)
+
+
+def test_tensorrt_asked_without_nvidias_index_is_refused_in_one_line_with_the_reason(cli: Cli, tmp_path: Path) -> None:
+    run = _render(cli, tmp_path, "--target", "inference", "--tensorrt")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (
+        "torchyard: error: --tensorrt: TensorRT's PyPI packages are stubs that download the libraries from NVIDIA's "
+        "index (https://pypi.org/project/tensorrt/): give --nvidia-index-url\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_tensorrt_with_an_index_is_refused_as_not_implemented_and_the_url_is_not_echoed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    run = _render(
+        cli, tmp_path, "--target", "inference", "--tensorrt", "--nvidia-index-url", "https://u:s3cret@nv.example"
+    )
+    assert run.code == 2
+    assert "not implemented in this torchyard yet" in run.err and "s3cret" not in run.err + run.out
+    assert _render(cli, tmp_path, "--target", "runtime", "--tensorrt").code == 2  # runtime never has it
+
+
+def test_an_inference_render_says_in_one_line_why_tensorrt_is_not_in_it(cli: Cli, tmp_path: Path) -> None:
+    run = _render(cli, tmp_path, "--target", "inference")
+    assert run.code == 0, run.err
+    said = [line for line in run.err.splitlines() if "TensorRT" in line]
+    assert said == [
+        "torchyard: inference: no TensorRT in the image: its PyPI packages are stubs that download from NVIDIA's "
+        "index (https://pypi.org/project/tensorrt/) (--tensorrt with --nvidia-index-url asks for it)"
+    ]
+    dockerfile = (tmp_path / "out" / "Dockerfile").read_text()
+    assert "tensorrt" not in dockerfile.lower()
+    assert "TensorRT" not in _render(cli, tmp_path, "--target", "runtime", "--force").err
