@@ -14,11 +14,12 @@ from builder.core.errors import UsageError
 from builder.core.kinds import Flavor
 from builder.matrix.model import Matrix
 
-STUBS = "pypi-tensorrt-stubs"
+STUBS, TORCH_TENSORRT = "pypi-tensorrt-stubs", "pypi-torch-tensorrt"
+SOURCES = (STUBS, TORCH_TENSORRT)
 
 
-def _stubs(m: Matrix) -> str:
-    source = m.sources.get(STUBS)
+def _url(m: Matrix, ident: str) -> str:
+    source = m.sources.get(ident)
     return f" ({source.url})" if source else ""
 
 
@@ -30,18 +31,19 @@ def check_tensorrt(m: Matrix, asked: bool, index_given: bool, flavors: tuple[Fla
     if asked and not index_given:
         raise UsageError(
             "--tensorrt: TensorRT's PyPI packages are stubs that download the libraries from NVIDIA's index"
-            f"{_stubs(m)}: give --nvidia-index-url"
+            f"{_url(m, STUBS)}: give --nvidia-index-url"
         )
     if asked:
         raise UsageError(
-            "--tensorrt: installing TensorRT (torch-tensorrt) into the inference image is not implemented in this "
-            "torchyard yet (docs/render.md, TensorRT); the image has ONNX Runtime without it"
+            "--tensorrt: installing TensorRT (torch-tensorrt, which pins one torch minor and one TensorRT minor"
+            f"{_url(m, TORCH_TENSORRT)}) into the inference image is not implemented in this torchyard yet "
+            "(docs/render.md, The inference image); the image has ONNX Runtime without it"
         )
     if index_given:
         raise UsageError("--nvidia-index-url: only --tensorrt uses NVIDIA's index")
     if Flavor.INFERENCE in flavors:
         return (
             "inference: no TensorRT in the image: its PyPI packages are stubs that download from NVIDIA's index"
-            f"{_stubs(m)} (--tensorrt with --nvidia-index-url asks for it)"
+            f"{_url(m, STUBS)} (--tensorrt with --nvidia-index-url asks for it)"
         )
     return None
