@@ -106,7 +106,7 @@ def first_provider(session: Any, ort: Any) -> list[str]:
     return found
 
 
-@check("onnx.cpu", timeout=120.0)
+@check("onnx.cpu", timeout=300.0)
 def onnx_cpu(ctx: Context) -> str:
     ort = onnxruntime(ctx)
     import torch
