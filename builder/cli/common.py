@@ -15,6 +15,7 @@ from builder.cli.options import any_host_option, combination_options, folder, ma
 from builder.core.kinds import Platform, Target, parse_choice, parse_platform
 from builder.matrix.model import Matrix
 from builder.render.options import RenderOptions
+from builder.render.tensorrt import check_tensorrt
 from builder.resolve.facts import Facts
 from builder.resolve.query import parse_query
 from builder.resolve.report import min_driver
@@ -28,7 +29,7 @@ _SHARED = (
         default=Target.RUNTIME.value,
         show_default=True,
         metavar="|".join(t.value for t in Target),
-        help="Image(s): runtime, devel, or all the combination can have.",
+        help="Image(s): runtime, devel, inference (runtime + ONNX Runtime), or all the combination can have.",
     ),
     click.option(
         "--repo",
@@ -47,6 +48,12 @@ _SHARED = (
         help="Context, plan and logs (default: build/torchyard/<id>).",
     ),
     click.option("--force", is_flag=True, help="Write into a non-empty folder torchyard did not write."),
+    click.option("--tensorrt", is_flag=True, help="TensorRT in the inference image (needs --nvidia-index-url)."),
+    click.option(
+        "--nvidia-index-url",
+        metavar="URL",
+        help="NVIDIA's package index, where TensorRT's PyPI stubs download from (https://pypi.nvidia.com).",
+    ),
 )
 
 
@@ -61,9 +68,13 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
     """Flags -> options, query (this machine fills what they leave open, unless --any-host) -> the plan."""
     m = matrix_of(ctx)
     wanted = parse_choice(Target, target, "--target")
+    tensorrt = (bool(kwargs.pop("tensorrt", False)), bool(kwargs.pop("nvidia_index_url", None)))
+    check_tensorrt(m, *tensorrt, wanted.flavors())  # refused before anything is read or chosen
     options = render_options_of(m, kwargs["archs"], kwargs)
     any_host = bool(kwargs.pop("any_host"))
     raw = raw_query_of(kwargs)
+    if wanted is Target.INFERENCE:  # only combinations that can have it (the rule onnxruntime)
+        raw = replace(raw, inference=True)
     probed = False
     platforms = _platforms(raw.platform)
     if len(platforms) > 1:
@@ -83,7 +94,7 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
         chosen = choose_plans(m, query, options, wanted, platforms)
     else:
         chosen = choose_plan(m, query, options, wanted)
-    _say(*chosen.notes)
+    _say(*chosen.notes, *filter(None, [check_tensorrt(m, *tensorrt, chosen.flavors)]))
     if probed and raw.driver is None:
         c = chosen.choice.result.combo
         floor = min_driver(Facts(m), c)

@@ -16,7 +16,7 @@ from builder.cli.lookup_view import (
     unrecorded_note,
     wide_table,
 )
-from builder.cli.options import combination_options, here_option, matrix_of, query_of, repository
+from builder.cli.options import combination_options, here_option, inference_options, matrix_of, query_of, repository
 from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
@@ -50,6 +50,7 @@ class LookupFlags:
 
 @click.command("lookup")
 @combination_options
+@inference_options
 @here_option
 @click.option("--limit", default=10, show_default=True, metavar="N", type=int, help="Rows to show (0: all).")
 @click.option("--wide", is_flag=True, help="One row per combination, every column.")
@@ -139,6 +140,7 @@ def lookup_json(m: Matrix, found: Lookup, limit: int) -> dict[str, Any]:
 
 @click.command("explain")
 @combination_options
+@inference_options
 @here_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"valid": bool, "checks": [...]}.')
 @click.pass_context

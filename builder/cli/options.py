@@ -48,6 +48,27 @@ _COMBINATION_OPTIONS = (
 )
 
 
+_INFERENCE_OPTIONS = (
+    click.option(
+        "--inference",
+        is_flag=True,
+        help="About the inference image: also the rule that an ONNX Runtime release fits (docs/rules.md).",
+    ),
+    click.option(
+        "--onnxruntime",
+        metavar="VERSION",
+        help="This ONNX Runtime release (onnxruntime-gpu, or onnxruntime for CPU torch), checked; implies --inference.",
+    ),
+)
+
+
+def inference_options(func: F) -> F:
+    """lookup / explain: the question is about the inference image (render and build: --target inference)."""
+    for option in reversed(_INFERENCE_OPTIONS):
+        func = option(func)
+    return func
+
+
 def combination_options(func: F) -> F:
     for option in reversed(_COMBINATION_OPTIONS):
         func = option(func)
@@ -72,6 +93,8 @@ def raw_query_of(kwargs: dict[str, Any]) -> RawQuery:
         os=kwargs.pop("os_name"),
         variant=kwargs.pop("variant"),
         forward_compat=kwargs.pop("forward_compat"),
+        inference=bool(kwargs.pop("inference", False)),
+        onnxruntime=kwargs.pop("onnxruntime", None),
     )
 
 

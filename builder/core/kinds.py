@@ -31,6 +31,7 @@ def parse_choice(kind: type[E], value: str, flag: str) -> E:
 class Flavor(StrEnum):
     RUNTIME = "runtime"
     DEVEL = "devel"
+    INFERENCE = "inference"  # runtime + torch.onnx's exporter packages + ONNX Runtime
 
 
 class Target(StrEnum):
@@ -38,6 +39,7 @@ class Target(StrEnum):
 
     RUNTIME = "runtime"
     DEVEL = "devel"
+    INFERENCE = "inference"
     ALL = "all"
 
     def flavors(self) -> tuple[Flavor, ...]:

@@ -203,13 +203,13 @@ def _wheels(e: Entry, platform: Platform, sources: tuple[str, ...]) -> Wheels:
     return Wheels(
         platform=platform,
         pypi_default=e.get("pypi_default", r.text),
-        python=e.get("python", _python_list),
+        python=e.get("python", python_list),
         platform_tag=e.get("platform_tag", r.text),
         sources=sources,
     )
 
 
-def _python_list(value: Any) -> tuple[str, ...]:
+def python_list(value: Any) -> tuple[str, ...]:
     return tuple(str(r.minor_version(item)) for item in r.text_list(value))
 
 
@@ -263,7 +263,7 @@ def os_base(e: Entry) -> OSBase:
         family=e.get("family", r.text),
         system_python=str(e.get("system_python", r.minor_version)),
         glibc=e.get("glibc", r.version),
-        python_images=e.get("python_images", _python_list, ()),
+        python_images=e.get("python_images", python_list, ()),
         python_image=e.get("python_image", r.text, ""),
         sources=e.get("source", r.sources),
     )
@@ -316,4 +316,6 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "cuda_image": (("cuda", "os", "cudnn_tag", "cudnn_os", "cudnn", "fc_branches", "fc_brands"), "cuda"),
     "gpu_product": (("name", "driver_min", "host", "aliases", "note"), "name"),
+    "onnxruntime": (("package", "version", "cuda_major", "cudnn_major", "python", "platforms", "note"), "version"),
+    "onnx_tool": (("name", "version", "python", "torch", "platforms"), "name"),
 }

@@ -13,6 +13,7 @@ from builder.core.errors import MatrixError
 from builder.core.files import read_text
 from builder.core.resources import default_matrix_path
 from builder.matrix import entries as en
+from builder.matrix import onnx_entries as oe
 from builder.matrix import reader as r
 from builder.matrix.model import (
     Confidence,
@@ -42,6 +43,8 @@ _TOP = (
     "cuda_image",
     "gpu_product",
     "publish",
+    "onnxruntime",
+    "onnx_tool",
 )
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
 
@@ -113,6 +116,8 @@ def _build(ctx: Context, doc: dict[str, Any]) -> Matrix:
         brand_sets=_brand_sets(ctx, doc.get("brand_sets", {})),
         gpu_products=array("gpu_product", en.gpu_product, lambda e: e.name),
         publish=parse_publish(ctx, doc.get("publish", [])),
+        onnxruntime=array("onnxruntime", oe.onnxruntime, lambda e: e.id),
+        onnx_tools=array("onnx_tool", oe.onnx_tool, lambda e: e.name),
     )
 
 

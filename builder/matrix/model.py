@@ -260,6 +260,37 @@ class CudaImage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OnnxRuntime:
+    """An ONNX Runtime release on PyPI an inference image may install: `onnxruntime` (CPU) or `onnxruntime-gpu`,
+    built for one CUDA major and one cuDNN major (the nvidia-* wheels its `cuda` / `cudnn` extras require)."""
+
+    package: str  # onnxruntime | onnxruntime-gpu
+    version: Version
+    cuda_major: int | None  # None: the CPU package
+    cudnn_major: int | None
+    python: tuple[str, ...]  # the CPython versions it has wheels for
+    platforms: tuple[Platform, ...]  # the Linux platforms it has wheels for
+    note: str
+    sources: tuple[str, ...]
+
+    @property
+    def id(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnnxTool:
+    """A package of torch.onnx's exporter (onnx, onnxscript), pinned for the inference images."""
+
+    name: str
+    version: Version
+    python: SpecifierSet  # what its wheels (and Requires-Python) accept
+    torch: SpecifierSet  # the torch releases whose exporter needs it
+    platforms: tuple[Platform, ...]
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     """Everything matrix.toml says, validated."""
 
@@ -278,3 +309,5 @@ class Matrix:
     brand_sets: dict[str, tuple[str, ...]] = field(hash=False)
     gpu_products: tuple[GpuProduct, ...] = ()
     publish: tuple[PublishEntry, ...] = ()
+    onnxruntime: tuple[OnnxRuntime, ...] = ()
+    onnx_tools: tuple[OnnxTool, ...] = ()

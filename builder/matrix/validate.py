@@ -92,6 +92,8 @@ def _check_sources(m: Matrix, ctx: Context) -> None:
         ("os", [(e.name, e.sources) for e in m.os]),
         ("cuda_image", [(str(e.cuda), e.sources) for e in m.cuda_images]),
         ("gpu_product", [(e.name, e.sources) for e in m.gpu_products]),
+        ("onnxruntime", [(e.id, e.sources) for e in m.onnxruntime]),
+        ("onnx_tool", [(e.name, e.sources) for e in m.onnx_tools]),
     ]
     for key, entries in tables:
         for i, (name, cited) in enumerate(entries):

@@ -21,6 +21,8 @@ def dockerfile_context(spec: ImageSpec) -> dict[str, Any]:
     return {
         "torchyard_version": __version__,
         "devel": Flavor.DEVEL in available,
+        "inference": Flavor.INFERENCE in available,
+        "inference_pip": list(spec.inference_pip),
         "combo": {
             "id": c.id,
             "torch_local": c.local_version,

@@ -20,6 +20,7 @@ from builder.render.layers import LayerPlan, layer_plan
 from builder.render.options import Extension, RenderOptions
 from builder.render.pinning import mirrored, pinned
 from builder.render.tags import ImageTags
+from builder.resolve import onnx
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.report import min_driver
@@ -68,6 +69,7 @@ class ImageSpec:
     extensions: tuple[Extension, ...]
     user: ImageUser | None
     layers: LayerPlan
+    inference_pip: tuple[str, ...]  # inference: the exporter's packages and ONNX Runtime, pinned; () without it
     targets: tuple[TargetSpec, ...]  # every flavor this combination can have
     unavailable: tuple[tuple[Flavor, str], ...]  # flavors it cannot have, and why
 
@@ -103,6 +105,8 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
     ctx.check_archs(m, c, archs)
     bases = mirrored(pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform), options.registry_mirror)
     nvcc, unavailable = _toolkit(c, options)
+    inference_pip, no_inference = _inference(m, c)
+    unavailable += no_inference
     floor = min_driver(f, c)
     custom = archs if options.archs else ()
     extras = tags_.extras_id(options)
@@ -110,7 +114,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         TargetSpec(
             flavor=flavor,
             tags=tags_.image_tags(m, c, flavor, options.strategy, custom, extras),
-            labels=tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options)),
+            labels=tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options, inference_pip)),
         )
         for flavor in Flavor
         if flavor not in dict(unavailable)
@@ -142,6 +146,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         extensions=tuple(_checked(e) for e in options.extensions),
         user=_user(options),
         layers=layer_plan(c),
+        inference_pip=inference_pip,
         targets=targets,
         unavailable=unavailable,
     )
@@ -166,6 +171,16 @@ def _toolkit(c: Combination, options: RenderOptions) -> tuple[tuple[str, ...] | 
         if options.extensions:
             raise RenderError(f"--extension needs the devel toolchain: {exc}") from None
         return None, ((Flavor.DEVEL, str(exc)),)
+
+
+def _inference(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[Flavor, str], ...]]:
+    """The inference image's pinned packages (torch.onnx's exporter packages, then ONNX Runtime), or why the
+    combination has no inference image (builder/resolve/onnx.py: the rule onnxruntime)."""
+    found = onnx.choose(m, c)
+    if found.release is None:
+        return (), ((Flavor.INFERENCE, f"no ONNX Runtime for it: {found.reason}"),)
+    tools = tuple(f"{t.name}=={t.version}" for t in onnx.tools(m, c))
+    return (*tools, found.release.id), ()
 
 
 def _check_requirements(c: Combination, requirements: str | None) -> None:

@@ -6,11 +6,12 @@ import re
 from dataclasses import dataclass
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from builder.core.archs import Arch, parse_arch
 from builder.core.errors import UsageError
 from builder.core.kinds import Platform, did_you_mean, parse_platform
-from builder.core.versions import Driver, parse_driver, parse_spec
+from builder.core.versions import Driver, parse_driver, parse_release, parse_spec
 from builder.matrix.model import Host, Matrix
 from builder.resolve.gpus import Gpu, find_gpu
 
@@ -31,6 +32,8 @@ class Query:
     forward_compat: bool = False
     platform: Platform = Platform.AMD64
     platform_given: bool = False  # --platform (or the GPU's host) chose it, not this machine
+    inference: bool = False  # about the inference image: the onnxruntime rule is asked too
+    onnxruntime: Version | None = None  # --onnxruntime: this release, checked, instead of the newest that fits
 
     @property
     def arch(self) -> Arch | None:
@@ -57,6 +60,8 @@ class RawQuery:
     variant: str | None = None
     forward_compat: bool = False
     platform: str | None = None
+    inference: bool = False
+    onnxruntime: str | None = None
 
 
 def parse_query(m: Matrix, raw: RawQuery) -> Query:
@@ -76,6 +81,8 @@ def parse_query(m: Matrix, raw: RawQuery) -> Query:
         forward_compat=raw.forward_compat,
         platform=platform,
         platform_given=given,
+        inference=raw.inference or raw.onnxruntime is not None,
+        onnxruntime=parse_release(raw.onnxruntime, "--onnxruntime") if raw.onnxruntime is not None else None,
     )
 
 

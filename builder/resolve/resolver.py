@@ -10,7 +10,16 @@ from builder.matrix.model import Matrix
 from builder.resolve.combos import Combination, enumerate_combinations, selected
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules import COMBO_RULES, VARIANT_RULES, ArchSupport, Check, DriverMode, driver_mode, worst_support
+from builder.resolve.rules import (
+    COMBO_RULES,
+    INFERENCE_RULES,
+    VARIANT_RULES,
+    ArchSupport,
+    Check,
+    DriverMode,
+    driver_mode,
+    worst_support,
+)
 from builder.resolve.rules.check import Missing
 
 
@@ -96,6 +105,8 @@ def evaluate(f: Facts, q: Query, combo: Combination, cache: _Cache | None = None
     rest = cache.combos.get(key)
     if rest is None:
         rest = cache.combos[key] = tuple(rule(f, q, combo) for rule in COMBO_RULES)
+    if q.inference:  # depends on the variant, the Python and the platform: not shared through either cache
+        rest += tuple(rule(f, q, combo) for rule in INFERENCE_RULES)
     return Result(combo, verdict.checks + rest, verdict.driver_mode, verdict.arch_support, verdict.arch_code)
 
 

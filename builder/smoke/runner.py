@@ -39,6 +39,7 @@ _MODULES = (
     "checks_ddp",
     "checks_determinism",
     "checks_profiler",
+    "checks_onnx",
 )
 
 

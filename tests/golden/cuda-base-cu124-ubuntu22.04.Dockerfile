@@ -3,7 +3,7 @@
 # torch 2.5.1+cu124, torchvision 0.20.1, torchaudio 2.5.1
 # CUDA 12.4, cuDNN 9.1.0.70, NCCL 2.21.5
 # strategy: cuda-base, architectures: 5.0;6.0;7.0;7.5;8.0;8.6;9.0
-# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel -f Dockerfile .
+# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
 
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM nvidia/cuda:12.4.1-base-ubuntu22.04 AS os
@@ -95,7 +95,7 @@ RUN --mount=type=cache,id=uv-ubuntu22.04,target=/root/.cache/uv,sharing=locked \
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
 FROM os AS manifests
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json manifest-devel.json /opt/torchyard/manifests/
+COPY manifest-runtime.json manifest-devel.json manifest-inference.json /opt/torchyard/manifests/
 RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
     python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
@@ -286,6 +286,52 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       org.opencontainers.image.description="PyTorch 2.5.1+cu124 on ubuntu22.04, Python 3.10" \
       org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
       org.opencontainers.image.title="torchyard 2.5.1+cu124 devel" \
+      org.opencontainers.image.vendor="torchyard" \
+      org.opencontainers.image.version="2.5.1+cu124"
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["python"]
+
+# ---- inference: runtime + torch.onnx's exporter packages + ONNX Runtime, one layer on the shared venv ------
+# No nvidia-* extras: ONNX Runtime loads the CUDA and cuDNN of torch's wheels (the same majors, rule onnxruntime).
+FROM venv AS inference
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN --mount=type=cache,id=uv-ubuntu22.04,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.23.2'
+COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
+COPY smoke /opt/torchyard/smoke
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    VIRTUAL_ENV=/opt/venv \
+    NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
+    NVIDIA_REQUIRE_CUDA="cuda>=12.0 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=geforcertx,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=titan,driver>=470,driver<471 brand=titanrtx,driver>=470,driver<471 brand=tesla,driver>=525,driver<526 brand=unknown,driver>=525,driver<526 brand=nvidia,driver>=525,driver<526 brand=nvidiartx,driver>=525,driver<526 brand=geforce,driver>=525,driver<526 brand=geforcertx,driver>=525,driver<526 brand=quadro,driver>=525,driver<526 brand=quadrortx,driver>=525,driver<526 brand=titan,driver>=525,driver<526 brand=titanrtx,driver>=525,driver<526 brand=tesla,driver>=535,driver<536 brand=unknown,driver>=535,driver<536 brand=nvidia,driver>=535,driver<536 brand=nvidiartx,driver>=535,driver<536 brand=geforce,driver>=535,driver<536 brand=geforcertx,driver>=535,driver<536 brand=quadro,driver>=535,driver<536 brand=quadrortx,driver>=535,driver<536 brand=titan,driver>=535,driver<536 brand=titanrtx,driver>=535,driver<536" \
+    NVIDIA_VISIBLE_DEVICES="all"
+LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
+      io.torchyard.combination="torch2.5.1-cu124-py3.10-ubuntu22.04" \
+      io.torchyard.cuda="12.4" \
+      io.torchyard.cudnn="9.1.0.70" \
+      io.torchyard.flavor="inference" \
+      io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.23.2" \
+      io.torchyard.layers="venv cuda-runtime.1=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.2=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.3=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.4=nvidia-cuda-runtime-cu12==12.4.127 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.1.0.70 nccl=2.21.5 torch=2.5.1 packages" \
+      io.torchyard.min-driver="525.60.13" \
+      io.torchyard.nccl="2.21.5" \
+      io.torchyard.os="ubuntu22.04" \
+      io.torchyard.python="3.10" \
+      io.torchyard.strategy="cuda-base" \
+      io.torchyard.torch="2.5.1+cu124" \
+      io.torchyard.torchaudio="2.5.1" \
+      io.torchyard.torchvision="0.20.1" \
+      io.torchyard.version="0.1.0" \
+      org.opencontainers.image.description="PyTorch 2.5.1+cu124 on ubuntu22.04, Python 3.10" \
+      org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
+      org.opencontainers.image.title="torchyard 2.5.1+cu124 inference" \
       org.opencontainers.image.vendor="torchyard" \
       org.opencontainers.image.version="2.5.1+cu124"
 ENTRYPOINT ["/usr/bin/tini", "--"]

@@ -3,7 +3,7 @@
 # torch 2.14.1+cpu, torchvision 0.29.1, torchaudio 2.11.1
 # CUDA none (cpu), cuDNN none, NCCL none
 # strategy: wheels, architectures: none
-# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel -f Dockerfile .
+# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
 
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM debian:bookworm-slim AS os
@@ -95,7 +95,7 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
 FROM os AS manifests
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json manifest-devel.json /opt/torchyard/manifests/
+COPY manifest-runtime.json manifest-devel.json manifest-inference.json /opt/torchyard/manifests/
 RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
     python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
@@ -221,6 +221,49 @@ LABEL io.torchyard.arch-list="none" \
       org.opencontainers.image.description="PyTorch 2.14.1+cpu on debian12, Python 3.11" \
       org.opencontainers.image.licenses="BSD-3-Clause" \
       org.opencontainers.image.title="torchyard 2.14.1+cpu devel" \
+      org.opencontainers.image.vendor="torchyard" \
+      org.opencontainers.image.version="2.14.1+cpu"
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["python"]
+
+# ---- inference: runtime + torch.onnx's exporter packages + ONNX Runtime, one layer on the shared venv ------
+# No nvidia-* extras: ONNX Runtime loads the CUDA and cuDNN of torch's wheels (the same majors, rule onnxruntime).
+FROM venv AS inference
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime==1.32.0'
+COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
+COPY smoke /opt/torchyard/smoke
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    VIRTUAL_ENV=/opt/venv
+LABEL io.torchyard.arch-list="none" \
+      io.torchyard.combination="torch2.14.1-cpu-py3.11-debian12" \
+      io.torchyard.cuda="none" \
+      io.torchyard.cudnn="none" \
+      io.torchyard.flavor="inference" \
+      io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.32.0" \
+      io.torchyard.layers="venv pinned torch=2.14.1 packages" \
+      io.torchyard.min-driver="none" \
+      io.torchyard.nccl="none" \
+      io.torchyard.os="debian12" \
+      io.torchyard.python="3.11" \
+      io.torchyard.strategy="wheels" \
+      io.torchyard.torch="2.14.1+cpu" \
+      io.torchyard.torchaudio="2.11.1" \
+      io.torchyard.torchvision="0.29.1" \
+      io.torchyard.version="0.1.0" \
+      org.opencontainers.image.description="PyTorch 2.14.1+cpu on debian12, Python 3.11" \
+      org.opencontainers.image.licenses="BSD-3-Clause" \
+      org.opencontainers.image.title="torchyard 2.14.1+cpu inference" \
       org.opencontainers.image.vendor="torchyard" \
       org.opencontainers.image.version="2.14.1+cpu"
 ENTRYPOINT ["/usr/bin/tini", "--"]

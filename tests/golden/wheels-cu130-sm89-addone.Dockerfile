@@ -3,7 +3,7 @@
 # torch 2.14.1+cu130, torchvision 0.29.1, torchaudio 2.11.1
 # CUDA 13.0, cuDNN 9.24.0.43, NCCL 2.30.7
 # strategy: wheels, architectures: 8.9
-# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel -f Dockerfile .
+# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
 
 # ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
 FROM debian:bookworm-slim AS os
@@ -95,7 +95,7 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
 FROM os AS manifests
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json manifest-devel.json /opt/torchyard/manifests/
+COPY manifest-runtime.json manifest-devel.json manifest-inference.json /opt/torchyard/manifests/
 RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
     python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
@@ -262,6 +262,54 @@ LABEL io.torchyard.arch-list="sm_89" \
       org.opencontainers.image.description="PyTorch 2.14.1+cu130 on debian12, Python 3.11" \
       org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
       org.opencontainers.image.title="torchyard 2.14.1+cu130 devel" \
+      org.opencontainers.image.vendor="torchyard" \
+      org.opencontainers.image.version="2.14.1+cu130"
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["python"]
+
+# ---- inference: runtime + torch.onnx's exporter packages + ONNX Runtime, one layer on the shared venv ------
+# No nvidia-* extras: ONNX Runtime loads the CUDA and cuDNN of torch's wheels (the same majors, rule onnxruntime).
+FROM venv AS inference
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN --mount=type=bind,from=extensions,source=/opt/torchyard/wheels,target=/tmp/wheels \
+    /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/wheels/*.whl
+RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.31.1'
+COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
+COPY smoke /opt/torchyard/smoke
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    VIRTUAL_ENV=/opt/venv \
+    NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
+    NVIDIA_REQUIRE_CUDA="cuda>=13.0" \
+    NVIDIA_VISIBLE_DEVICES="all"
+LABEL io.torchyard.arch-list="sm_89" \
+      io.torchyard.combination="torch2.14.1-cu130-py3.11-debian12" \
+      io.torchyard.cuda="13.0" \
+      io.torchyard.cudnn="9.24.0.43" \
+      io.torchyard.flavor="inference" \
+      io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1" \
+      io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
+      io.torchyard.min-driver="580.65.06" \
+      io.torchyard.nccl="2.30.7" \
+      io.torchyard.os="debian12" \
+      io.torchyard.python="3.11" \
+      io.torchyard.strategy="wheels" \
+      io.torchyard.torch="2.14.1+cu130" \
+      io.torchyard.torchaudio="2.11.1" \
+      io.torchyard.torchvision="0.29.1" \
+      io.torchyard.version="0.1.0" \
+      org.opencontainers.image.description="PyTorch 2.14.1+cu130 on debian12, Python 3.11" \
+      org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
+      org.opencontainers.image.title="torchyard 2.14.1+cu130 inference" \
       org.opencontainers.image.vendor="torchyard" \
       org.opencontainers.image.version="2.14.1+cu130"
 ENTRYPOINT ["/usr/bin/tini", "--"]

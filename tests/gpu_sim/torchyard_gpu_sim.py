@@ -34,6 +34,7 @@ import types
 from typing import Any, Iterator
 
 import torchyard_faults
+import torchyard_ort_sim
 from torchyard_gpu_sim_mode import STATE, device_index, mode_class
 
 ENV = "TORCHYARD_GPU_SIM"
@@ -81,6 +82,7 @@ def _patch(torch: Any) -> None:
         install(torch, config())
     if os.environ.get(torchyard_faults.ENV):
         torchyard_faults.install(torch)
+    torchyard_ort_sim.arm(bool(os.environ.get(ENV)), torchyard_faults.faults())
 
 
 def install(torch: Any, cfg: dict[str, Any]) -> None:

@@ -58,9 +58,9 @@ def _expected() -> dict[str, Any]:
     }
 
 
-def test_both_targets_were_built_verified_and_pushed(e2e: E2E) -> None:
+def test_every_target_was_built_verified_and_pushed(e2e: E2E) -> None:
     out = e2e.first.out
-    for flavor in ("runtime", "devel"):
+    for flavor in ("runtime", "devel", "inference"):
         assert f"[{flavor}] smoke: " in out
         assert e2e.ref(flavor).endswith(f"-{flavor}-sm89-x" + e2e.ref(flavor).rsplit("-x", 1)[1])
         assert f"pushed {e2e.ref(flavor)} (sha256:" in out
@@ -145,7 +145,7 @@ def test_building_again_rebuilds_and_pushes_nothing(e2e: E2E) -> None:
     again = torchyard("build", *e2e.args, env={"TORCHYARD_REGISTRY_PASSWORD": registry_password()})
     assert again.code == 0, again.text[-3000:]
     assert time.monotonic() - start < 60
-    assert again.out.count("up to date in the registry: no build, no push") == 2
+    assert again.out.count("up to date in the registry: no build, no push") == 3  # runtime, devel, inference
     assert "pushed" not in again.out and "building" not in again.out and "smoke suite" not in again.out
     assert {f: registry.labels(e2e.ref(f)) for f in ("runtime", "devel")} == before
 
@@ -165,7 +165,7 @@ def test_a_docker_login_is_enough_to_find_the_pushed_images(e2e: E2E, tmp_path: 
     args = e2e.args[:i] + e2e.args[i + 2 :]
     again = torchyard("build", *args, env={"DOCKER_CONFIG": str(config), "TORCHYARD_REGISTRY_PASSWORD": ""})
     assert again.code == 0, again.text[-3000:]
-    assert again.out.count("up to date in the registry: no build, no push") == 2
+    assert again.out.count("up to date in the registry: no build, no push") == 3  # runtime, devel, inference
     without = torchyard(
         "build", *args, env={"DOCKER_CONFIG": str(tmp_path / "empty"), "TORCHYARD_REGISTRY_PASSWORD": ""}
     )

@@ -31,7 +31,14 @@ CUDA_BUILD: dict[str, Any] = {
 }
 
 
-WORKFLOW_FAULTS = ("ddp_desync", "ddp_hang", "nondeterministic", "profiler_off")  # tests/gpu_sim/torchyard_faults.py
+WORKFLOW_FAULTS = (
+    "ddp_desync",
+    "ddp_hang",
+    "nondeterministic",
+    "profiler_off",
+    "ort_perturbed",
+    "ort_cpu_fallback",
+)  # tests/gpu_sim/torchyard_faults.py
 
 
 def torch_python() -> str | None:

@@ -27,6 +27,10 @@ from builder.engine import ImageInfo, RegistryAuth
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
 PIN = ("--torch", "2.14.1", "--variant", "cu130", "--python", "3.11", "--os", "debian12", "--no-host-settings")
+TENSORRT_LINE = (
+    "inference: no TensorRT in the image: its PyPI packages are stubs that download from NVIDIA's index "
+    "(https://pypi.org/project/tensorrt/) (--tensorrt with --nvidia-index-url asks for it)"
+)
 REPO = "127.0.0.1:5000/team/torch"
 INDEX = "https://alice:s3cr3t@pypi.corp.example/simple"
 
@@ -114,13 +118,14 @@ def test_dry_run_prints_the_plan_and_builds_nothing(cli: Cli, engines: Engines, 
     r = cli("build", "--dry-run", *PIN, "--arch", "sm_89", "--extension", extension, "--target", "all",
             "--repo", REPO, "--push", "-o", str(out))  # fmt: skip
     p = plan(IDENT, archs=(arch("sm_89"),), extensions=(addone(),))
-    assert (r.code, r.err) == (0, "")
+    assert (r.code, r.err) == (0, f"torchyard: {TENSORRT_LINE}\n")
     assert r.out.splitlines() == [
         f"chose {IDENT} (the best of 1 valid combinations)",
         f"Dockerfile: {out}/Dockerfile when built (sha256 {p.dockerfile_sha256[:16]}...; not written)",
         f"content hash: {p.content_hash}",
         *_target_lines(p, "runtime", out, push=True),
         *_target_lines(p, "devel", out, push=True),
+        *_target_lines(p, "inference", out, push=True),
     ]
     assert "2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-sm89-x87ade0f8" in r.out
 
@@ -203,7 +208,7 @@ def test_bad_build_arguments_are_one_line_and_exit_2(
 def test_an_unknown_target_is_refused_with_the_choices(cli: Cli, engines: Engines) -> None:
     r = cli("build", *PIN, "--target", "debug")
     assert (r.code, r.out) == (2, "")
-    assert r.err == "torchyard: error: --target: 'debug' is not one of runtime, devel, all\n"
+    assert r.err == "torchyard: error: --target: 'debug' is not one of runtime, devel, inference, all\n"
 
 
 # --- real builds against the fake engine -----------------------------------------------------------------------

@@ -31,6 +31,7 @@ GPU_CHECKS = [
     "gpu.ddp",
     "gpu.determinism",
     "gpu.profiler",
+    "gpu.onnx",  # ONNX Runtime (.venv-torch's CPU package) claims the CUDA provider under the simulation
 ]
 
 

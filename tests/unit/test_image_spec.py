@@ -57,7 +57,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: Any, names: tuple[str, ..
         monkeypatch.setattr(module, name, counted)
 
 
-@pytest.mark.parametrize(("ident", "flavors"), [(CU130, 2), (CU124, 1)])
+@pytest.mark.parametrize(("ident", "flavors"), [(CU130, 3), (CU124, 2)])
 def test_make_plan_builds_one_spec_and_asks_each_helper_once(
     monkeypatch: pytest.MonkeyPatch, ident: str, flavors: int
 ) -> None:
@@ -68,7 +68,7 @@ def test_make_plan_builds_one_spec_and_asks_each_helper_once(
     made = plan_module.make_plan(matrix(), combination(ident), options(user="torch", extra_pip=("numpy<2",)))
     assert len(made.targets) == flavors
     assert calls["image_spec"] == 1
-    toolkit = flavors == 2  # without devel's toolkit there is no CUDA home to ask for
+    toolkit = flavors == 3  # CU124 (wheels) has no devel: without its toolkit there is no CUDA home to ask for
     assert {name: calls[name] for name in ONCE} == dict.fromkeys(ONCE, 1) | {"cuda_home": int(toolkit)}
     assert calls["extras_id"] == 1
     assert calls["labels"] == calls["image_tags"] == flavors

@@ -512,7 +512,7 @@ CASES = [
     _publish(
         "publish-unknown-flavor",
         'flavors = ["runtim"]\n',
-        "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel (did you mean 'runtime'?)",
+        "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel, inference (did you mean 'runtime'?)",
         'flavors = ["runtim"]',
     ),
     _publish(

@@ -14,6 +14,7 @@ from packaging.version import Version
 from builder.core.kinds import Platform
 from builder.core.versions import Driver, minor_of, parse_driver
 from builder.matrix.model import Wheels
+from builder.render import tensorrt
 from builder.resolve import rules
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -102,7 +103,8 @@ def test_every_arch_in_a_torch_build_is_targetable_by_its_cuda() -> None:
 
 def test_every_source_is_used_and_every_cited_source_exists() -> None:
     cited: set[str] = set()
-    for table in (M.cuda_majors, M.driver_branches, M.cuda, M.archs, M.cudnn, M.os, M.cuda_images, M.gpu_products):
+    tables = (M.cuda_majors, M.driver_branches, M.cuda, M.archs, M.cudnn, M.os, M.cuda_images, M.gpu_products)
+    for table in (*tables, M.onnxruntime, M.onnx_tools):
         for entry in table:
             cited.update(entry.sources)
     for comp in (*M.torchvision, *M.torchaudio):
@@ -115,6 +117,7 @@ def test_every_source_is_used_and_every_cited_source_exists() -> None:
             cited.update(s for b in v.builds for s in b.sources)
     facts = Facts(M)
     by_rules = {s for rule in rules.RULES for s in rule(facts, Query(), combo(M, "2.5.1", "cu124")).sources}
+    by_rules |= set(tensorrt.SOURCES)  # the TensorRT refusals cite them (builder/render/tensorrt.py)
     assert by_rules <= set(M.sources), by_rules - set(M.sources)
     assert set(M.sources) <= cited | by_rules, set(M.sources) - cited - by_rules
 

@@ -96,6 +96,13 @@ CASES = (
         {},
         "linux/arm64 on nvidia/cuda (its arm64 image under the same tag): the aarch64 wheels' arch list",
     ),
+    Case(
+        "wheels-cu126-inference",
+        "torch2.14.1-cu126-py3.11-debian12",
+        Strategy.WHEELS,
+        {},
+        "a CUDA 12 torch's inference image: onnxruntime-gpu 1.26.0, the last CUDA 12 release (no devel: no nvcc)",
+    ),
 )
 
 
@@ -139,7 +146,13 @@ def test_golden_files_hold_nothing_host_specific() -> None:
 def test_golden_renders_cover_what_the_issue_asks_for() -> None:
     # wheels and cuda-base, runtime and devel, cpu, CUDA 11.8 and CUDA 13: checked on the files themselves.
     texts = {c.name: (GOLDEN / c.path).read_text() for c in CASES}
-    assert all(" AS runtime" in t and " AS devel" in t for t in texts.values())
+    no_devel = {"wheels-cu126-inference"}  # CUDA 12 wheels carry no nvcc
+    assert all(" AS runtime" in t and (" AS devel" in t) != (n in no_devel) for n, t in texts.items())
+    # inference wherever a recorded ONNX Runtime fits (not CUDA 11.8: none is recorded for it)
+    assert [n for n, t in texts.items() if "FROM venv AS inference" not in t] == ["cuda-base-cu118-ubuntu22.04"]
+    assert "'onnxruntime-gpu==1.26.0'" in texts["wheels-cu126-inference"]
+    assert "'onnxruntime-gpu==1.31.1'" in texts["wheels-cu130-sm89-addone"]
+    assert "'onnxruntime==1.32.0'" in texts["wheels-cpu"]
     assert "FROM nvidia/cuda:12.4.1-base-ubuntu22.04 AS os" in texts["cuda-base-cu124-ubuntu22.04"]
     assert "FROM nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04 AS toolchain" in texts["cuda-base-cu118-ubuntu22.04"]
     assert "FROM python:3.13-slim-bookworm AS os" in texts["wheels-cu130-python3.13"]

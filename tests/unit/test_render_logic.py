@@ -154,9 +154,10 @@ def test_cuda_base_runtime_is_the_base_image_and_devel_the_cudnn_devel_image() -
 def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
     p = plan(CU124)
     assert p.unavailable == ((Flavor.DEVEL, NO_DEVEL_12_4),)
-    assert [t.flavor for t in p.targets] == [Flavor.RUNTIME]
-    assert stages(p.dockerfile) == ["os", "uv", "build", "manifests", "venv", "runtime"]
-    assert stages(plan(CU124, installer=Installer.PIP).dockerfile) == ["os", "build", "manifests", "venv", "runtime"]
+    assert [t.flavor for t in p.targets] == [Flavor.RUNTIME, Flavor.INFERENCE]  # onnxruntime-gpu 1.23.2 (CUDA 12)
+    assert stages(p.dockerfile) == ["os", "uv", "build", "manifests", "venv", "runtime", "inference"]
+    pip = ["os", "build", "manifests", "venv", "runtime", "inference"]
+    assert stages(plan(CU124, installer=Installer.PIP).dockerfile) == pip
     with pytest.raises(RenderError) as exc:
         p.target(Flavor.DEVEL)
     assert str(exc.value) == f"devel is not available for {CU124}: {NO_DEVEL_12_4}"
@@ -280,7 +281,11 @@ def test_labels_carry_every_version_of_the_combination() -> None:
             "strategy": "wheels",
             "flavor": flavor.value,
             "layers": layer_plan(p.combination).label(),
-        }
+        } | (
+            {"inference": "onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1"}
+            if flavor is Flavor.INFERENCE
+            else {}
+        )
         assert labels["org.example.team"] == "vision"
 
 
@@ -353,7 +358,7 @@ def _valid_count(**flags: str) -> int:
 def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tmp_path: Path) -> None:
     out = tmp_path / "ctx"
     code, printed, err = render("--torch", "2.14.1", "-o", str(out))
-    assert (code, err) == (0, "")
+    assert (code, err) == (0, "")  # --target runtime: nothing to say about TensorRT
     data = json.loads((out / "plan.json").read_text())
     runtime = data["targets"]["runtime"]
     assert printed == (
@@ -379,6 +384,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         "constraints.txt",
         "manifest-runtime.json",
         "manifest-devel.json",
+        "manifest-inference.json",
         "smoke",
         "venv-layers.json",
         "venv_layers.py",
@@ -396,7 +402,7 @@ def test_json_prints_the_plan_it_writes(render: Any, tmp_path: Path) -> None:
     assert data == json.loads((tmp_path / "plan.json").read_text())
     assert data["id"] == CU124_UBUNTU
     assert data["base_images"] == ["nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"]
-    assert set(data["targets"]) == {"runtime", "devel"}
+    assert set(data["targets"]) == {"runtime", "devel", "inference"}
     assert data["unavailable"] == {}
 
 

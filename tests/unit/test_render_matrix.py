@@ -42,6 +42,7 @@ from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.core.versions import minor_of
 from builder.matrix.model import CudaImage
+from builder.resolve import onnx
 from builder.resolve.combos import Combination
 
 HADOLINT_CONFIG = ROOT / ".hadolint.yaml"
@@ -154,7 +155,7 @@ def test_wheels_devel_exists_exactly_where_pypi_has_nvcc() -> None:
                 continue
             cuda = r.combo.variant.cuda
             has_devel = "devel" in stages(r.plan.dockerfile)
-            unavailable = dict(r.plan.unavailable)
+            unavailable = {f: why for f, why in r.plan.unavailable if f is Flavor.DEVEL}  # inference: its own test
             if cuda is None or cuda.major >= 13:
                 if not has_devel or unavailable:
                     yield f"{r.combo.id}: devel missing ({unavailable})"
@@ -165,6 +166,19 @@ def test_wheels_devel_exists_exactly_where_pypi_has_nvcc() -> None:
 
 
 # --- cuda-base: where NVIDIA publishes an image ---------------------------------------------------------
+
+
+def test_every_render_has_inference_exactly_where_an_onnx_runtime_fits() -> None:
+    def check() -> Iterator[str]:
+        for r in renders():
+            if r.plan is None:
+                continue
+            chosen = onnx.choose(matrix(), r.combo).release
+            has = "inference" in stages(r.plan.dockerfile)
+            if has != (chosen is not None) or has == (Flavor.INFERENCE in dict(r.plan.unavailable)):
+                yield f"{r.combo.id} ({r.strategy.value}): inference stage {has}, ORT {chosen}"
+
+    _failures(check())
 
 
 def test_cuda_base_renders_wherever_nvidia_publishes_an_image_and_names_the_tags_where_not() -> None:
@@ -187,7 +201,9 @@ def test_cuda_base_renders_wherever_nvidia_publishes_an_image_and_names_the_tags
                     toolchain.startswith(f"nvidia/cuda:{newest.cuda}-") and toolchain.endswith(f"devel-{c.os.name}")
                 ):
                     yield f"{c.id}: toolchain base {toolchain}"
-                if r.plan.unavailable or stages(r.plan.dockerfile)[-2:] != ["runtime", "devel"]:
+                devel = [f for f, _ in r.plan.unavailable if f is Flavor.DEVEL]
+                names = [s for s in stages(r.plan.dockerfile) if s != "inference"]  # inference: its own test
+                if devel or names[-2:] != ["runtime", "devel"]:
                     yield f"{c.id}: cuda-base must have runtime and devel ({r.plan.unavailable})"
             elif r.plan is not None:
                 yield f"{c.id}: rendered cuda-base although NVIDIA publishes no {c.variant.cuda} image for {c.os.name}"

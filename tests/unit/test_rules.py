@@ -25,7 +25,8 @@ F = Facts(M)
 
 
 def test_the_rule_set_is_the_tested_one() -> None:
-    # A new rule must come with its own tests here (and a section in docs/rules.md).
+    # A new rule must come with its own tests here (and a section in docs/rules.md); onnxruntime's are in
+    # test_inference.py.
     names = [rule(F, Query(), combo(M, "2.5.1", "cu124")).rule for rule in rules.RULES]
     assert names == [
         "platform",
@@ -40,6 +41,7 @@ def test_the_rule_set_is_the_tested_one() -> None:
         "python-os",
         "glibc-os",
         "companions",
+        "onnxruntime",
     ]
 
 

@@ -31,6 +31,12 @@ THIRD_PARTY = {
     "torchyard_gpu_sim",
     "torchyard_gpu_sim_mode",
     "torchyard_faults",
+    "torchyard_ort_sim",
+    # the inference checks (checks_onnx.py): what the inference image carries, imported inside the checks, which
+    # skip where onnxruntime is missing (runtime, devel)
+    "onnx",
+    "onnxruntime",
+    "numpy",
     "builder",
     "pip",  # image/pip_guard.py is the venv's pip launcher: it runs in the venv that holds pip
 }

@@ -163,6 +163,7 @@ def test_the_plan_carries_the_id_into_every_tag() -> None:
     assert [t.tags.all() for t in p.targets] == [
         ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime-sm89-x87ade0f8", "2.14-cuda13.0-runtime-sm89-x87ade0f8"),
         ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-sm89-x87ade0f8", "2.14-cuda13.0-devel-sm89-x87ade0f8"),
+        ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-inference-sm89-x87ade0f8", "2.14-cuda13.0-inference-sm89-x87ade0f8"),
     ]
 
 

@@ -1,0 +1,78 @@
+"""ONNX Runtime under the simulated GPUs, and the inference check's faults. Test-only; armed by torchyard_gpu_sim
+(with torch) and patched right after onnxruntime's own import.
+
+- Simulated GPUs (TORCHYARD_GPU_SIM): the CPU onnxruntime claims the CUDA provider, as onnxruntime-gpu does; a
+  session asked for it runs on the CPU and reports ["CUDAExecutionProvider", "CPUExecutionProvider"].
+- ort_cpu_fallback (TORCHYARD_SMOKE_FAULTS): a session reports the CPU provider only, as onnxruntime-gpu does when it
+  cannot load CUDA or cuDNN (it falls back without an error).
+- ort_perturbed: every output of InferenceSession.run is off by 1e-2, like a runtime that computes wrong.
+
+Standard library (+ onnxruntime, numpy) only; runs in the images (Python >= 3.8).
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import sys
+import types
+from typing import Any
+
+CUDA, CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
+
+
+class _Hook(importlib.abc.MetaPathFinder):
+    def __init__(self, sim: bool, faults: list[str]) -> None:
+        self.sim, self.faults = sim, faults
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "onnxruntime":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec("onnxruntime")
+        if spec is None or spec.loader is None:
+            return spec
+        loader: Any = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: types.ModuleType) -> None:
+            original(module)
+            patch(module, self.sim, self.faults)
+
+        loader.exec_module = exec_module
+        return spec
+
+
+def arm(sim: bool, faults: list[str]) -> None:
+    if not sim and not {"ort_cpu_fallback", "ort_perturbed"} & set(faults):
+        return
+    if "onnxruntime" in sys.modules:
+        patch(sys.modules["onnxruntime"], sim, faults)
+    else:
+        sys.meta_path.insert(0, _Hook(sim, faults))
+
+
+def patch(ort: Any, sim: bool, faults: list[str]) -> None:
+    real_session, real_available = ort.InferenceSession, ort.get_available_providers
+    fallback, perturbed = "ort_cpu_fallback" in faults, "ort_perturbed" in faults
+
+    class InferenceSession(real_session):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any, *args: Any, providers: Any = None, **kwargs: Any) -> None:
+            asked = list(providers or [CPU])
+            self._simulated = sim and CUDA in asked and not fallback
+            super().__init__(path, *args, providers=[p for p in asked if p != CUDA] or [CPU], **kwargs)
+
+        def get_providers(self) -> list[str]:
+            found = list(super().get_providers())
+            return [CUDA, *found] if self._simulated else found
+
+        def run(self, *args: Any, **kwargs: Any) -> Any:
+            outputs = super().run(*args, **kwargs)
+            return [o + 1e-2 for o in outputs] if perturbed else outputs
+
+    def get_available_providers() -> list[str]:
+        found = list(real_available())
+        return [CUDA, *found] if sim and CUDA not in found else found
+
+    ort.InferenceSession = InferenceSession
+    ort.get_available_providers = get_available_providers

@@ -1,0 +1,80 @@
+"""The inference checks (issue 20) on real torch and ONNX Runtime (.venv-torch: torch's CPU wheel, onnx, onnxscript,
+onnxruntime): onnx.cpu exports the small ResNet and ORT's CPU provider matches eager; it fails when ORT's output is
+perturbed (tests/gpu_sim/torchyard_ort_sim.py). gpu.onnx on simulated GPUs (ORT claims the CUDA provider and runs on
+the CPU): it passes, fails when ORT falls back to the CPU provider, and is skipped, never passed, without a GPU.
+Like test_smoke_workflows_torch.py, these tests start processes (the suite, one check).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from sim_kit import H100, check, cpu_suite, needs_torch, sim, torch_python
+
+pytestmark = needs_torch
+
+
+def _has_onnxruntime() -> bool:
+    """onnxruntime and onnx in the torch Python's venv (looked for, not imported: collection starts no process)."""
+    python = torch_python()
+    if python is None:
+        return False
+    venv = Path(python).parent.parent
+    return all(any(venv.glob(f"lib/python3*/site-packages/{name}/__init__.py")) for name in ("onnxruntime", "onnx"))
+
+
+needs_ort = pytest.mark.skipif(
+    not _has_onnxruntime(), reason="no onnxruntime/onnx in .venv-torch (scripts/setup installs them)"
+)
+
+
+def _checks(report: dict[str, object]) -> dict[str, tuple[str, str]]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {c["name"]: (c["status"], c["message"]) for c in checks}
+
+
+@needs_ort
+def test_onnx_export_and_the_cpu_provider_match_eager_and_the_gpu_part_is_skipped_without_a_gpu(
+    tmp_path: Path,
+) -> None:
+    code, report = cpu_suite(tmp_path, "--only", "onnx.cpu", "--only", "gpu.onnx")
+    checks = _checks(report)
+    assert checks["onnx.cpu"][0] == "passed", checks
+    assert checks["onnx.cpu"][1].startswith("torch.onnx.export of the small ResNet (eval), onnxruntime ")
+    assert "CPU provider matches eager within" in checks["onnx.cpu"][1]
+    assert checks["gpu.onnx"] == ("skipped", "CPU build of torch")
+    assert code == 0
+    observed = report["observed"]
+    assert isinstance(observed, dict)
+    assert observed["onnx_cpu"]["max_difference"] <= 1e-4
+
+
+@needs_ort
+def test_onnx_cpu_fails_when_onnx_runtimes_output_is_perturbed(tmp_path: Path) -> None:
+    code, report = cpu_suite(tmp_path, "--only", "onnx.cpu", faults=("ort_perturbed",))
+    status, message = _checks(report)["onnx.cpu"]
+    assert (code, status) == (1, "failed")
+    assert message.startswith("ONNX Runtime (CPU provider) differs from eager torch by 0.01"), message
+    assert message.endswith("(allowed 0.0001)")
+
+
+@needs_ort
+def test_gpu_onnx_on_simulated_gpus_puts_cuda_first_matches_and_times_three_ways(tmp_path: Path) -> None:
+    found = check("gpu.onnx", sim([H100]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert found["message"].startswith("CUDA provider first (CUDAExecutionProvider, CPUExecutionProvider); matches")
+    timings = found["observed"]["onnx_gpu"]["ms_per_batch"]
+    assert sorted(timings) == ["eager_amp_fp16", "eager_fp32", "onnxruntime_cuda"]
+    assert all(ms > 0 for ms in timings.values())
+    assert found["settings_after"] == found["settings_before"]
+
+
+@needs_ort
+def test_gpu_onnx_fails_when_onnx_runtime_falls_back_to_the_cpu_provider(tmp_path: Path) -> None:
+    found = check("gpu.onnx", sim([H100], faults=("ort_cpu_fallback",)), tmp_path)
+    assert found["status"] == "failed"
+    assert found["message"].startswith(
+        "ONNX Runtime fell back to CPUExecutionProvider (session providers: ['CPUExecutionProvider']; available: "
+    ), found["message"]
