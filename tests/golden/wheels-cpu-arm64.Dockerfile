@@ -244,7 +244,9 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    VIRTUAL_ENV=/opt/venv
+    VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt
 LABEL io.torchyard.arch-list="none" \
       io.torchyard.combination="torch2.5.1-cpu-py3.11-debian12-arm64" \
       io.torchyard.cuda="none" \

@@ -25,13 +25,14 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       g++ \
       python3 \
       python3-dev \
       tini; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
@@ -53,10 +54,11 @@ RUN --mount=type=cache,id=apt-cache-debian12-python,target=/var/cache/apt,sharin
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       python3 \
       python3-venv; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
@@ -69,12 +71,14 @@ RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
 
 # ---- build: torch, torchvision, torchaudio pinned exactly, sorted into one tree per venv layer -------------
 # venv_layers.py compiles the bytecode, moves each distribution to /layers/NN by what pins it (venv-layers.json)
-# and gives every file owner 0:0 and mtime 0, in the install's own layer (renames there copy nothing).
+# and gives every file owner 0:0 and mtime 0, in the install's own layer (renames there copy nothing); before it,
+# pip_guard.py pins the installed set in /opt/torchyard/image-constraints.txt (the image's PIP_CONSTRAINT).
 FROM uv AS build
 COPY constraints.txt venv-layers.json /opt/torchyard/
 RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
     --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=bind,source=pip_guard.py,target=/tmp/pip_guard.py \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
     set -eu; \
@@ -85,6 +89,7 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
     uv venv --python "$(command -v python3)" /opt/venv; \
     uv pip install --python /opt/venv/bin/python --index-url 'https://download.pytorch.org/whl/cu126' \
       -c /opt/torchyard/constraints.txt torch torchvision torchaudio pip setuptools; \
+    /opt/venv/bin/python /tmp/pip_guard.py constrain /opt/venv /opt/torchyard; \
     /opt/venv/bin/python /tmp/venv_layers.py split /opt/torchyard/venv-layers.json /layers
 
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
@@ -127,8 +132,9 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
-    DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
-    rm -f /etc/apt/apt.conf.d/99torchyard-ca
+    PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get upgrade -y; \
+    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
+      /var/cache/ldconfig/aux-cache
 
 # ---- runtime: the venv on the os stage; no compilers, no pip cache, no build-only packages -----------
 FROM venv AS runtime
@@ -137,6 +143,8 @@ COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchy
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
     NVIDIA_REQUIRE_CUDA="cuda>=12.0" \
     NVIDIA_VISIBLE_DEVICES="all"
@@ -182,6 +190,8 @@ COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torc
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
     NVIDIA_REQUIRE_CUDA="cuda>=12.0" \
     NVIDIA_VISIBLE_DEVICES="all"

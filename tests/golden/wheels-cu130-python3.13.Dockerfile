@@ -247,6 +247,8 @@ COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torc
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt \
     NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
     NVIDIA_REQUIRE_CUDA="cuda>=13.0" \
     NVIDIA_VISIBLE_DEVICES="all"
