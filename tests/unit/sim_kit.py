@@ -31,7 +31,8 @@ CUDA_BUILD: dict[str, Any] = {
 }
 
 
-WORKFLOW_FAULTS = ("ddp_desync", "ddp_hang", "nondeterministic", "profiler_off")  # tests/gpu_sim/torchyard_faults.py
+# tests/gpu_sim/torchyard_faults.py
+WORKFLOW_FAULTS = ("ddp_desync", "ddp_hang", "nondeterministic", "profiler_off", "conv_no_grad", "compile_wrong_tanh")
 
 
 def torch_python() -> str | None:
