@@ -38,7 +38,8 @@ EMULATED_TIMEOUT_SCALE = 10.0  # QEMU runs aarch64 torch several times slower th
 
 def for_platform(options: SmokeOptions, image_platform: str, engine_platform: str) -> SmokeOptions:
     """The same options, scaled for emulation when the image's platform is not the engine's own: the suite's
-    training check shrinks (--small) and every timeout grows, so a slow emulated CPU is not a failed check."""
+    problems shrink where they have a smaller size (--small) and every timeout grows, so a slow emulated CPU is not
+    a failed check."""
     if image_platform == engine_platform:
         return options
     return replace(options, small=True, timeout_scale=max(options.timeout_scale, EMULATED_TIMEOUT_SCALE))

@@ -6,13 +6,19 @@ stage installs them for torch >= 2.0). A small MLP's forward and backward, compi
 
 from __future__ import annotations
 
+import contextlib
+import os
+import platform
 import shutil
+import tempfile
+from collections.abc import Iterator
 from typing import Any
 
 from .checks_gpu import _cuda
 from .compat import cpu_threads, restored
 from .framework import Context, Failed, Skipped, check
 
+CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
 COMPILE_TOLERANCE = 1e-4  # fp32; Inductor fuses and reorders, it does not change precision
 
 
@@ -24,12 +30,52 @@ def _torch_with_compile() -> Any:
     return torch
 
 
+def _mlp(torch: Any, device: str) -> Any:
+    """On the GPU the MLP of issue 11; on the CPU (issue 21) one hidden layer without biases: Inductor generates one
+    C++ kernel for its forward (tanh) and one for its backward (tanh's derivative), each compiled by g++ and run,
+    where the larger MLP needed five (a compile each, the check's time); eager against compiled is the same test."""
+    nn = torch.nn
+    if device == "cpu":
+        return nn.Sequential(nn.Linear(32, 32, bias=False), nn.Tanh(), nn.Linear(32, 10, bias=False))
+    return nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 64), nn.Tanh(), nn.Linear(64, 10)).to(device)
+
+
+# Inductor's settings for compile.cpu, where this torch has them (set for the check, then put back):
+# compile_threads=1: two kernels, in two graphs compiled one after the other, gain nothing from a pool of compile
+#   processes that each import torch first;
+# cpp_cache_precompile_headers=False: building the precompiled header of cpp_prefix.h (a cold container has none) took
+#   46-48 s where compiling both kernels from the plain headers took 39-48 s (a loaded 2-CPU machine, torch 2.13);
+# cpp.vec_isa_ok=True (x86_64 only): Inductor believes /proc/cpuinfo's vector ISA instead of probing it with a compile
+#   and a fresh Python (25 s of 72 there); the kernels are still compiled with that ISA's flags and run, so a compiler
+#   or CPU that cannot do it fails the check rather than passing with Inductor's scalar fallback.
+FAST_CPU = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
+FAST_X86 = {"cpp.vec_isa_ok": True}
+
+
+def _fast_inductor(torch: Any) -> Any:
+    """A context manager setting FAST_CPU (and FAST_X86) where this torch's Inductor has those settings."""
+    try:
+        from torch._inductor import config
+    except ImportError:  # torch.compile itself then says what is missing
+        return contextlib.nullcontext()
+    wanted = dict(FAST_CPU, **(FAST_X86 if platform.machine() in ("x86_64", "AMD64") else {}))
+    known = {key: value for key, value in wanted.items() if _has(config, key)}
+    return config.patch(known)
+
+
+def _has(config: Any, key: str) -> bool:
+    holder = config
+    for part in key.split("."):
+        if not hasattr(holder, part):
+            return False
+        holder = getattr(holder, part)
+    return True
+
+
 def _compare(torch: Any, device: str) -> tuple[float, float]:
     """(max output error, max gradient error) of the compiled MLP against eager, on device."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(
-        torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 64), torch.nn.Tanh(), torch.nn.Linear(64, 10)
-    ).to(device)
+    model = _mlp(torch, device)
     x = torch.randn(16, 32, device=device)
     eager = model(x)
     eager.sum().backward()
@@ -60,7 +106,7 @@ def compile_cpu(ctx: Context) -> str:
     if compiler is None:
         raise Failed("no C++ compiler (g++) on PATH: torch.compile (Inductor) compiles C++ at run time")
     try:
-        with restored(torch):  # the no-GPU checks share a worker: the thread count goes back
+        with restored(torch), _fast_inductor(torch), _private_cache():  # the no-GPU checks share a worker
             torch.set_num_threads(cpu_threads()[0])
             errors = _compare(torch, "cpu")
     except Exception as exc:  # Inductor's errors are long: the first line names the cause
@@ -78,6 +124,21 @@ def compile_gpu(ctx: Context) -> str:
     except Exception as exc:
         raise Failed(f"torch.compile on the GPU failed: {_first_line(exc)}") from None
     return f"Inductor ({_triton()}): " + _verdict("the GPU", errors)
+
+
+@contextlib.contextmanager
+def _private_cache() -> Iterator[None]:
+    """An empty Inductor cache for the check: it compiles every time, whatever an earlier run left in /tmp."""
+    before = os.environ.get(CACHE_ENV)
+    with tempfile.TemporaryDirectory(prefix="torchyard-inductor-") as folder:
+        os.environ[CACHE_ENV] = folder
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(CACHE_ENV, None)
+            else:
+                os.environ[CACHE_ENV] = before
 
 
 def _first_line(exc: Exception) -> str:

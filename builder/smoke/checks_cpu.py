@@ -291,11 +291,12 @@ def nvcc(ctx: Context) -> str:
     return f"{ctx.observed['nvcc']}; compiled a kernel for sm_{number}"
 
 
-TRAIN_STEPS, WARMUP, BATCH, SIZE, WIDTH, LOSS_FRACTION = 30, 3, 64, 32, 32, 0.5
-# --small (an emulated CPU: torch's aarch64 kernels under QEMU ran the full check at about 1 image/s): the same
-# network at half the width fits 8 images of 16x16 in 16 steps, far below half its start loss (2.37 -> 0.39
-# measured; seeds 1 and 2: 0.21 and 0.23 of the start), with about 1/240 of the full check's work.
-SMALL_STEPS, SMALL_WARMUP, SMALL_BATCH, SMALL_SIZE, SMALL_WIDTH = 16, 2, 8, 16, 16
+# Sized to prove the property and no more (issue 21): the network at half width fits 8 images of 16x16 in 16 steps
+# (2 of warm-up) to 0.17-0.23 of its start loss (seeds 0-2, torch 2.13 CPU), while with the convolutions' weight
+# gradients cut, or only the classifier learning, it ends at 0.72-0.81: the 50 % line parts the two with room.
+# It is 1/240 of the work of the 30 steps of 64 images of 32x32 at full width it ran before, and the size an
+# emulated CPU (QEMU, --small) already ran; --small changes nothing here any more.
+TRAIN_STEPS, WARMUP, BATCH, SIZE, WIDTH, LOSS_FRACTION = 16, 2, 8, 16, 16, 0.5
 
 
 @check("train.cpu", timeout=300.0)
@@ -305,8 +306,7 @@ def train_cpu(ctx: Context) -> str:
 
     from .model import train
 
-    steps, warmup, batch = (SMALL_STEPS, SMALL_WARMUP, SMALL_BATCH) if ctx.small else (TRAIN_STEPS, WARMUP, BATCH)
-    size, width = (SMALL_SIZE, SMALL_WIDTH) if ctx.small else (SIZE, WIDTH)
+    steps, warmup, batch, size, width = TRAIN_STEPS, WARMUP, BATCH, SIZE, WIDTH
     threads, why = cpu_threads()
     with restored(torch):  # the no-GPU checks share a worker: nothing leaks into the next one
         torch.set_num_threads(threads)

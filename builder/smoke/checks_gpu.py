@@ -35,6 +35,18 @@ def _cuda(ctx: Context) -> Any:
     return torch
 
 
+def no_gpu_reason(ctx: Context) -> str | None:
+    """Why every GPU check would be skipped here (a CPU build of torch, no GPU visible), else None: with a GPU,
+    a device node CUDA cannot reach, or --require-gpu, the GPU checks run, each in a worker of its own."""
+    try:
+        _cuda(ctx)
+    except Skipped as exc:
+        return str(exc)
+    except Exception:  # Failed, or a torch that breaks: the checks themselves say why
+        return None
+    return None
+
+
 def unreachable(ctx: Context, node: str, cuda: str) -> str:
     driver = driver_version()
     found = f"the host's driver is {driver}" if driver else f"no driver version in {DRIVER_FILE}"

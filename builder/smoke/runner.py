@@ -1,9 +1,11 @@
 """Run checks in worker processes, each with its own timeout; a hang or crash fails that check only.
 
-The no-GPU checks share a worker that runs them one after another and reports over a pipe. Every GPU
-check gets a fresh worker of its own: a sticky CUDA error, a leaked setting or a half-initialised
-communicator in one check cannot fail the next. If a check outlives its timeout, its worker is killed,
-the check is recorded as failed with its name, and a fresh worker carries on with the remaining checks.
+The no-GPU checks share a worker that runs them one after another and reports over a pipe (torch is imported
+once for all of them). Every GPU check gets a fresh worker of its own: a sticky CUDA error, a leaked setting or
+a half-initialised communicator in one check cannot fail the next. If a check outlives its timeout, its worker
+is killed, the check is recorded as failed with its name, and a fresh worker carries on with the remaining
+checks. After its last check the no-GPU worker asks whether the GPU checks would all be skipped (a CPU build of
+torch, no GPU visible): then they are, for that reason, without a worker started only to import torch and say so.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from typing import IO, Any
 from .expect import Expectations
 from .framework import CPU_BUILD, FAIL, NO_GPU, PASS, REGISTRY, SKIP, Check, Context, Failed, Result, Skipped
 from .procs import die_with_parent
+
+GPU_PROBE = "(GPU probe)"  # the no-GPU worker's last step: why every GPU check would be skipped, if they would
+PROBE_TIMEOUT = 60.0  # torch.cuda.is_available() with a broken driver may hang: then the GPU checks' workers run
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,26 +80,40 @@ def worker(config: dict[str, Any], protocol: IO[str]) -> None:
     )
     by_name = {c.name: c for c in load_checks()}
     for name in config["names"]:
-        protocol.write(json.dumps({"event": "start", "name": name}) + "\n")
-        protocol.flush()
+        _say(protocol, {"event": "start", "name": name})
         result = run_one(by_name[name], ctx)
-        protocol.write(json.dumps({"event": "result", "result": asdict(result), "observed": ctx.observed}) + "\n")
-        protocol.flush()
+        _say(protocol, {"event": "result", "result": asdict(result), "observed": ctx.observed})
+    if config.get("probe_gpu"):
+        from .checks_gpu import no_gpu_reason
+
+        _say(protocol, {"event": "start", "name": GPU_PROBE})
+        _say(protocol, {"event": "gpu", "skip": no_gpu_reason(ctx)})
+
+
+def _say(protocol: IO[str], event: dict[str, Any]) -> None:
+    protocol.write(json.dumps(event) + "\n")
+    protocol.flush()
 
 
 def run_all(checks: list[Check], ctx: Context, scale: float = 1.0) -> list[Result]:
     """In the parent: drive workers until every check has a result (each GPU check in a worker of its own)."""
     timeouts = {c.name: c.timeout * scale for c in checks}
+    timeouts[GPU_PROBE] = PROBE_TIMEOUT * scale
     results: list[Result] = []
     gpu = {c.name for c in checks if c.gpu}
+    probe: dict[str, str | None] = {"skip": None}
     for group in _groups(checks):
-        skipped = [r for r in results if r.name in gpu and r.status == SKIP and r.message in (NO_GPU, CPU_BUILD)]
-        if group[0] in gpu and skipped:  # the same reason holds for every GPU check: no worker to start
-            results.append(Result(group[0], SKIP, skipped[0].message, 0.0))
+        skipped = [
+            r.message for r in results if r.name in gpu and r.status == SKIP and r.message in (NO_GPU, CPU_BUILD)
+        ]
+        reason = probe["skip"] or (skipped[0] if skipped else None)
+        if group[0] in gpu and reason:  # the same reason holds for every GPU check: no worker to start
+            results.append(Result(group[0], SKIP, reason, 0.0))
             continue
         pending = list(group)
         while pending:
-            done = _drive_worker(pending, timeouts, ctx)
+            shared = group[0] not in gpu
+            done = _drive_worker(pending, timeouts, ctx, probe if gpu and shared else None, shared=shared)
             results += done
             finished = {r.name for r in done}
             pending = [name for name in pending if name not in finished]
@@ -112,7 +131,35 @@ def _groups(checks: list[Check]) -> list[list[str]]:
     return [names for _, names in groups]
 
 
-def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) -> list[Result]:
+def _drive_worker(
+    names: list[str],
+    timeouts: dict[str, float],
+    ctx: Context,
+    probe: dict[str, str | None] | None = None,
+    *,
+    shared: bool = False,
+) -> list[Result]:
+    """One worker for `names`, in order; with `probe`, it then says why the GPU checks would be skipped, if so."""
+    proc = _start_worker(names, ctx, probe is not None, shared)
+    results: list[Result] = []
+    current, started, hung = _follow(proc, timeouts, ctx, probe, results)
+    if current == GPU_PROBE:  # every check has its result; a probe that hung or died leaves it to the GPU workers
+        _kill(proc)
+        return results
+    if current is not None and hung:
+        _kill(proc)
+        message = f"timed out after {timeouts[current]:.0f} s (hung; the worker was killed)"
+        return [*results, Result(current, FAIL, message, time.monotonic() - started)]
+    code = proc.wait()
+    if current is not None:
+        message = f"the check crashed the Python process (exit code {code})"
+        results.append(Result(current, FAIL, message, time.monotonic() - started))
+    elif not results:  # it died before its first check: fail that one, or run_all would start workers forever
+        results.append(Result(names[0], FAIL, f"the worker exited with code {code} before running the check", 0.0))
+    return results
+
+
+def _start_worker(names: list[str], ctx: Context, probe_gpu: bool, shared: bool) -> subprocess.Popen[bytes]:
     config = {
         "expect": ctx.expect.to_dict(),
         "arch": ctx.arch,
@@ -120,55 +167,61 @@ def _drive_worker(names: list[str], timeouts: dict[str, float], ctx: Context) ->
         "small": ctx.small,
         "timeout_scale": ctx.timeout_scale,
         "names": names,
+        "probe_gpu": probe_gpu,
     }
-    proc = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, _PACKAGE_DIR, "--worker", json.dumps(config)],
         stdout=subprocess.PIPE,
         bufsize=0,  # unbuffered bytes: readline() takes one line off the pipe and select() sees the rest
         start_new_session=True,
+        env=_shared_env() if shared else None,
     )
+
+
+def _shared_env() -> dict[str, str]:
+    """The no-GPU worker's environment: OpenMP threads that wait sleep rather than spin (unless the user chose).
+    torch's CPU ops on the checks' small tensors mostly wait at OpenMP's barriers; spinning there, 2 threads on 2 CPUs
+    shared with other work took 20-50 s for train.cpu's 16 steps, sleeping 2-5 s and 1 thread 1 s (load 30, torch
+    2.13). The threads still run the parallel regions; the GPU checks' workers keep the user's environment."""
+    return dict({"OMP_WAIT_POLICY": "PASSIVE"}, **os.environ)
+
+
+def _follow(
+    proc: subprocess.Popen[bytes],
+    timeouts: dict[str, float],
+    ctx: Context,
+    probe: dict[str, str | None] | None,
+    results: list[Result],
+) -> tuple[str | None, float, bool]:
+    """Read the worker's events into `results` until its pipe closes or a step outlives its timeout; returns
+    the step under way then (None: between checks), when it started, and whether it outlived its timeout."""
     assert proc.stdout is not None
-    results: list[Result] = []
-    current, deadline, started = None, 0.0, 0.0
+    current: str | None = None
+    deadline = started = 0.0
     selector = selectors.DefaultSelector()
     selector.register(proc.stdout, selectors.EVENT_READ)
     try:
         while True:
             wait = max(0.0, deadline - time.monotonic()) if current else None
             if not selector.select(timeout=wait):
-                _kill(proc)
-                results.append(
-                    Result(
-                        current or "?",
-                        FAIL,
-                        f"timed out after {timeouts[current or '']:.0f} s (hung; the worker was killed)",
-                        time.monotonic() - started,
-                    )
-                )
-                return results
+                return current, started, True  # the worker is still running
             line = proc.stdout.readline()
             if not line:
-                break
+                proc.wait()
+                return current, started, False
             event = json.loads(line)
             if event["event"] == "start":
                 current, started = event["name"], time.monotonic()
-                deadline = started + timeouts[event["name"]]
-            else:
+                deadline = started + timeouts[current]
+                continue
+            if event["event"] == "gpu" and probe is not None:
+                probe["skip"] = event["skip"]
+            elif event["event"] == "result":
                 results.append(Result(**event["result"]))
                 ctx.observed.update(event["observed"])
-                current = None
+            current = None
     finally:
         selector.close()
-    code = proc.wait()
-    if current is not None:
-        results.append(
-            Result(
-                current, FAIL, f"the check crashed the Python process (exit code {code})", time.monotonic() - started
-            )
-        )
-    elif not results:  # it died before its first check: fail that one, or run_all would start workers forever
-        results.append(Result(names[0], FAIL, f"the worker exited with code {code} before running the check", 0.0))
-    return results
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

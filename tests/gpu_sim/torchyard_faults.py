@@ -9,6 +9,8 @@ ranks, the determinism runs.
   accumulates in an order that changes from run to run (outside torchrun's ranks, so that only the determinism
   checks see it);
 - profiler_off: torch.profiler.profile records nothing and exports an empty trace.
+- conv_no_grad: conv2d sees its weight detached: the convolutions never learn (train.cpu, issue 21);
+- compile_wrong_tanh: Inductor's C++ code generation writes tanh(x) as x, in scalar and vector code (compile.cpu).
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -39,6 +41,27 @@ def install(torch: Any) -> None:
         _noisy_conv(torch)
     if "profiler_off" in armed:
         _silent_profiler(torch)
+    if "conv_no_grad" in armed:
+        _conv_without_weight_gradient(torch)
+    if "compile_wrong_tanh" in armed:
+        _wrong_cpp_tanh()
+
+
+def _conv_without_weight_gradient(torch: Any) -> None:
+    functional = torch.nn.functional
+    real = functional.conv2d
+
+    def conv2d(input: Any, weight: Any, *args: Any, **kwargs: Any) -> Any:
+        return real(input, weight.detach(), *args, **kwargs)
+
+    functional.conv2d = conv2d
+
+
+def _wrong_cpp_tanh() -> None:
+    from torch._inductor.codegen import cpp
+
+    cpp.CppOverrides.tanh = staticmethod(lambda x: f"({x})")
+    cpp.CppVecOverrides.tanh = staticmethod(lambda x: f"({x})")
 
 
 def _desync(torch: Any) -> None:

@@ -67,6 +67,7 @@ class FakeImage:
     hang_on_import: tuple[str, ...] = ()  # module names whose import sleeps for an hour
     crash_on_import: tuple[tuple[str, Crash], ...] = ()  # (module, how): os._exit(3) or SIGSEGV
     chatter_on_import: str = ""  # printed to stdout (Python and C level) when a module is imported
+    hang_in_cuda_check: bool = False  # torch.cuda.is_available() sleeps for an hour (a driver that hangs)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -184,6 +185,12 @@ def _module(name: str, file: str | None = None, **attrs: Any) -> ModuleType:
     return module
 
 
+def _sleep_if(hang: bool) -> bool:
+    if hang:
+        time.sleep(3600)
+    return False
+
+
 def build_torch(image: FakeImage) -> dict[str, ModuleType]:
     version = _module("torch.version", cuda=image.cuda)
     cudnn = _module(
@@ -199,7 +206,7 @@ def build_torch(image: FakeImage) -> dict[str, ModuleType]:
     gpus = image.gpus
     cuda = _module(
         "torch.cuda",
-        is_available=lambda: bool(gpus) and image.cuda is not None,
+        is_available=lambda: _sleep_if(image.hang_in_cuda_check) or (bool(gpus) and image.cuda is not None),
         device_count=lambda: len(gpus),
         get_device_capability=lambda index=0: gpus[index].capability,
         get_device_name=lambda index=0: gpus[index].name,

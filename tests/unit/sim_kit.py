@@ -38,6 +38,8 @@ WORKFLOW_FAULTS = (
     "profiler_off",
     "ort_perturbed",
     "ort_cpu_fallback",
+    "conv_no_grad",
+    "compile_wrong_tanh",
 )  # tests/gpu_sim/torchyard_faults.py
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_torch import FakeImage, manifest, write_stubs
+from fake_torch import FakeImage, Gpu, manifest, write_stubs
 from smoke_kit import CHECKS, context
 
 from builder.smoke import cli, runner
@@ -104,10 +104,57 @@ def test_every_registered_check_gets_a_result(workers: Workers, image: Image, tm
     # model.py needs the real torch (nn, optim): the fake cannot train, and that is reported, not lost
     assert by_name["train.cpu"].status == FAIL
     assert by_name["train.cpu"].message.startswith("ImportError: cannot import name 'nn' from 'torch'")
-    # The no-GPU checks share one worker; the first GPU check finds no GPU in a worker of its own, and the
-    # same reason skips the others without starting one each.
+    # The no-GPU checks share one worker, which then finds no GPU: the same reason skips every GPU check
+    # without a worker of its own.
+    assert len(workers.started) == 1
+    assert {(r.status, r.message) for r in results if CHECKS[r.name].gpu} == {(SKIP, "no GPU visible")}
+
+
+@pytest.mark.parametrize(
+    ("fake", "why"),
+    [(FakeImage(), "no GPU visible"), (FakeImage(cuda=None, cudnn=None), "CPU build of torch")],
+)
+def test_the_no_gpu_worker_says_why_the_gpu_checks_are_skipped(
+    workers: Workers, image: Image, tmp_path: Path, fake: FakeImage, why: str
+) -> None:
+    image(fake)
+    results = run([*VERSIONS, "gpu.devices", "gpu.tf32"], context(tmp_path))
+    assert [(r.name, r.status, r.message) for r in results[-2:]] == [
+        ("gpu.devices", SKIP, why),
+        ("gpu.tf32", SKIP, why),
+    ]
+    assert len(workers.started) == 1
+
+
+@pytest.mark.parametrize(
+    ("fake", "require_gpu"),
+    [
+        (FakeImage(gpus=(Gpu(),)), False),  # a GPU: each GPU check in a worker of its own
+        (FakeImage(), True),  # --require-gpu: each fails in its own worker, as without the probe
+    ],
+)
+def test_with_a_gpu_or_require_gpu_the_gpu_checks_get_their_own_workers(
+    workers: Workers, image: Image, tmp_path: Path, fake: FakeImage, require_gpu: bool
+) -> None:
+    image(fake)
+    results = run([*VERSIONS, "gpu.devices", "gpu.tf32"], context(tmp_path, require_gpu=require_gpu))
+    assert [r.status for r in results[-2:]] != [SKIP, SKIP]
+    assert len(workers.started) == 3
+
+
+def test_a_probe_that_hangs_leaves_the_gpu_checks_to_their_own_workers(
+    workers: Workers, image: Image, tmp_path: Path
+) -> None:
+    # torch.cuda.is_available() never returns (a driver that hangs): the probe is given up after its timeout,
+    # every no-GPU check keeps its result, and gpu.devices, in a worker of its own, times out by name.
+    image(FakeImage(hang_in_cuda_check=True))
+    start = time.monotonic()
+    results = run([*VERSIONS, "gpu.devices"], context(tmp_path))
+    assert statuses(results) == [*((name, PASS) for name in VERSIONS), ("gpu.devices", FAIL)]
+    assert results[-1].message == "timed out after 1 s (hung; the worker was killed)"
+    assert time.monotonic() - start < 15
     assert len(workers.started) == 2
-    assert {r.message for r in results if CHECKS[r.name].gpu} == {"no GPU visible"}
+    assert all(proc.returncode is not None for proc in workers.started)
 
 
 def test_each_gpu_check_runs_in_a_fresh_worker_of_its_own(workers: Workers, image: Image, tmp_path: Path) -> None:
