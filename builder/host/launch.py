@@ -9,6 +9,7 @@ folder at /workspace, and the caller's UID:GID with a writable HOME.
 
 from __future__ import annotations
 
+import functools
 import shlex
 import sys
 from collections.abc import Callable
@@ -71,18 +72,6 @@ class Launch:
         return self.spec.image
 
 
-def _once(make: Callable[[], Diagnosis]) -> Callable[[], Recommendation | None]:
-    """Doctor's diagnosis on first use only: a given IMAGE that runs here never needs the chooser."""
-    found: list[Diagnosis] = []
-
-    def recommended() -> Recommendation | None:
-        if not found:
-            found.append(make())
-        return found[0].recommended
-
-    return recommended
-
-
 def _diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest) -> Diagnosis:
     from builder.host.doctor import diagnose
 
@@ -92,9 +81,13 @@ def _diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, request: Ru
 def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest, engine: Images) -> Launch:
     """Choose (doctor's chooser; for a given image only if it is refused), look in the local engine, judge a
     given image that is there."""
-    recommend = _once(lambda: _diagnose(m, host, runtime, request))
+    diagnosis = functools.cache(lambda: _diagnose(m, host, runtime, request))  # a given IMAGE may never need it
+
+    def recommend() -> Recommendation | None:
+        return diagnosis().recommended
+
     if request.image is None and recommend() is None:
-        d = _diagnose(m, host, runtime, request)
+        d = diagnosis()
         reasons = "; ".join(p.message for p in d.problems) or "no combination fits"
         raise NoMatchError(f"no image runs on this machine: {reasons} (torchyard doctor says more)")
     chosen = None if request.image else recommend()
