@@ -17,6 +17,7 @@ from builder.build.pipeline import BuildSettings, Outcome, build
 from builder.build.plan import Plan, build_request, plan_json, tag_refs
 from builder.build.request import Chosen
 from builder.cli.common import image_command_options, prepare
+from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
@@ -45,10 +46,13 @@ class BuildFlags:
     verbose: bool
     sign_key: Path | None
     attest: bool
+    security_gate: bool
+    allowlist: str | None
     shared: Mapping[str, Any]
 
     def __post_init__(self) -> None:
         parse_gpus(self.gpus)
+        check_gate_flags(self.security_gate, self.allowlist)
 
 
 @click.command("build")
@@ -59,6 +63,7 @@ class BuildFlags:
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
 @trust_options
+@gate_options
 @click.pass_context
 @takes(BuildFlags)
 def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
@@ -66,6 +71,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     m, options, chosen = prepare(ctx, dict(flags.shared), flags.target)
     trust = trust_settings(flags.sign_key, flags.attest, flags.push, m.path)  # a bad key stops here: nothing built
+    gate = security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist too, dry run or not
     plan = chosen.plan
     provenance = tuple(sorted(provenance_labels(Path(m.path).parent).items()))
     out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
@@ -87,6 +93,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         provenance=provenance,
         progress=mode_for(),
         trust=trust,
+        security_gate=gate,
         epoch=source_date_epoch(),
     )
     if chosen.more:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 
 from builder.cli.output import emit_json
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
+from builder.core import env
 from builder.core.errors import UsageError
 from builder.oci.refs import parse_ref
 
@@ -24,6 +27,8 @@ class PromoteFlags:
     target: str
     content_hash: str | None
     zstd: bool
+    attest: bool
+    sign_key: Path | None
     registry_user: str | None
     registry_password_stdin: bool
     as_json: bool
@@ -50,6 +55,19 @@ class PromoteFlags:
     help="Promote only if every platform image of SRC carries this io.torchyard.content-hash label.",
 )
 @click.option("--zstd", is_flag=True, help="Then write a zstd copy of DST under DST-zstd (gzip stays the default).")
+@click.option(
+    "--attest",
+    is_flag=True,
+    help="Carry SRC's SBOM and provenance (build --attest) to DST, signed with the key when one is given; "
+    "SRC without them: nothing promoted (exit 5).",
+)
+@click.option(
+    "--sign-key",
+    metavar="PATH",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help=f"Sign DST, its platform images, SBOMs and provenance with this ECDSA P-256 PEM key (mode 0600; or the "
+    f"key itself in ${env.SIGN_KEY}), before DST's tag is written. Implies --attest.",
+)
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 @takes(PromoteFlags)
@@ -60,14 +78,21 @@ def promote_cmd(flags: PromoteFlags) -> None:
     from builder.oci.client import Distribution
     from builder.oci.promote import promote
     from builder.oci.zstd import zstd_copy
+    from builder.trust.carry import carry
+    from builder.trust.keys import signing_key
 
+    key = signing_key(flags.sign_key, os.environ)  # a bad key: exit 2 before the registry is asked anything
     src, dst = parse_ref(flags.source, "SRC"), parse_ref(flags.target, "DST")
     client = Distribution(auth=registry_auth(flags.registry_user, flags.registry_password_stdin))
-    result = promote(client, src, dst, flags.content_hash)
+    carried, before_tag = carry(client, src.repo, dst.repo, key) if flags.attest or key else (None, None)
+    result = promote(client, src, dst, flags.content_hash, before_tag)
     copy = zstd_copy(client, dst) if flags.zstd else None
     if flags.as_json:
-        emit_json({"schema": 1, **result.as_json()} | ({"zstd": copy.as_json()} if copy else {}))
+        extra = ({"zstd": copy.as_json()} if copy else {}) | ({"attestations": carried.as_json()} if carried else {})
+        emit_json({"schema": 1, **result.as_json()} | extra)
         return
     click.echo(result.summary())
+    if carried is not None:
+        click.echo(carried.summary())
     if copy is not None:
         click.echo(copy.summary())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
 from builder.cli.image_options import lock_of, locked_option, refresh_option, registry_mirror_option
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import document, emit_json, table
@@ -68,8 +69,7 @@ class PublishFlags:
     def __post_init__(self) -> None:
         if self.zstd and self.no_push:
             raise UsageError("--zstd writes zstd copies in the registry: it cannot go with --no-push")
-        if self.allowlist is not None and not self.security_gate:
-            raise UsageError("--allowlist is the security gate's: give --security-gate too")
+        check_gate_flags(self.security_gate, self.allowlist)
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -94,9 +94,15 @@ class CiFlags:
     locked: bool
     registry_mirror: str | None
     platforms: tuple[Platform, ...]
+    attest: bool
+    security_gate: bool
+    allowlist: str | None
 
     def __post_init__(self) -> None:
         parse_gpus(self.gpus)
+        check_gate_flags(self.security_gate, self.allowlist)
+        if self.fmt == "bake" and (self.attest or self.security_gate):
+            raise UsageError("--attest and --security-gate are for the GitHub matrix's commands, not --format bake")
 
 
 platform_option = click.option(
@@ -130,12 +136,7 @@ platform_option = click.option(
 @registry_mirror_option
 @platform_option
 @trust_options
-@click.option(
-    "--security-gate",
-    is_flag=True,
-    help="Fail an image with a pending update from its OS's security suite, before any tag (docs/security-gate.md).",
-)
-@click.option("--allowlist", metavar="FILE", help="The security gate's allowlist (AWS DLC's format, with expiry).")
+@gate_options
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -154,7 +155,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     report_file = check_writable(flags.report_path, "--report") if flags.report_path else None  # not after builds
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     pplan = plan_publish(m, items, excluded if not (flags.only or flags.platforms) else [], every)
-    gate = _gate(flags)  # a bad allowlist is refused by a dry run too
+    gate = security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist is refused by a dry run too
     if flags.dry_run:
         _dry_run(pplan, flags.repo)
         return
@@ -193,19 +194,6 @@ def _settings(
         security_gate=gate,
         epoch=source_date_epoch(),
     )
-
-
-def _gate(flags: PublishFlags) -> SecurityGate | None:
-    """The gate, its allowlist read (and refused, exit 2) before anything is built."""
-    if not flags.security_gate:
-        return None
-    from builder.build.allowlist import read_allowlist
-    from builder.build.gate import SecurityGate
-    from builder.cli.upstream_cmd import ca_bundle
-    from builder.net.http import Http
-
-    entries = read_allowlist(flags.allowlist) if flags.allowlist else ()
-    return SecurityGate(Http(verify=ca_bundle(None)), entries)
 
 
 def _print_report(report: Report) -> None:
@@ -299,13 +287,20 @@ def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bo
 @locked_option
 @registry_mirror_option
 @platform_option
+@click.option(
+    "--attest",
+    is_flag=True,
+    help="GitHub: builds attach an SBOM and provenance; promotions carry them and sign with $TORCHYARD_SIGN_KEY.",
+)
+@gate_options
 @click.pass_context
 @takes(CiFlags)
 def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
-    from builder.publish.export import bake, github_matrix
+    from builder.publish.export import Assurance, bake, github_matrix
 
     m = matrix_of(ctx)
+    security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist is refused here, not in every job
     lock = lock_of(m, flags.locked)
     every = expand(m, refresh=flags.refresh, base_lock=lock, registry_mirror=flags.registry_mirror)[0]
     items = on_platforms(select(every, flags.only), flags.platforms)
@@ -314,7 +309,9 @@ def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
         if group.plan is None:
             raise RenderError(f"{group.name}: {group.problem}")
     if flags.fmt == "github":
-        matrix = github_matrix(pplan, flags.repo, flags.candidates or f"{flags.repo}-candidates", flags.gpus)
+        assurance = Assurance(flags.attest, flags.security_gate, flags.allowlist)
+        candidates = flags.candidates or f"{flags.repo}-candidates"
+        matrix = github_matrix(pplan, flags.repo, candidates, flags.gpus, assurance)
         click.echo(json.dumps(matrix, separators=(",", ":")))
         return
     out = Path(flags.output)

@@ -4,6 +4,7 @@ manifests) PUT byte for byte, so the digest stays the same. Nothing goes through
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,11 @@ from builder.oci.client import Distribution, Manifest
 from builder.oci.refs import ImageRef, RepoRef, platform_of
 
 CONTENT_LABEL = "io.torchyard.content-hash"
+
+# Called with the promoted manifest and its platform images once they are in the target repository by digest,
+# before the tag is written: what must be true of an image before its tag names it (its attestations, its
+# signatures) is done there, and a failure there leaves the tag where it was.
+BeforeTag = Callable[[Manifest, list[Manifest]], None]
 
 
 @dataclass
@@ -38,9 +44,16 @@ class Promotion:
         )
 
 
-def promote(client: Distribution, source: ImageRef, target: ImageRef, content_hash: str | None = None) -> Promotion:
+def promote(
+    client: Distribution,
+    source: ImageRef,
+    target: ImageRef,
+    content_hash: str | None = None,
+    before_tag: BeforeTag | None = None,
+) -> Promotion:
     """Copy `source` to `target` (a tag) in the registry. With `content_hash`, every platform image of the
-    source must carry exactly that io.torchyard.content-hash label, or nothing is promoted."""
+    source must carry exactly that io.torchyard.content-hash label, or nothing is promoted. `before_tag` runs
+    before the tag moves, also when the tag already names the digest (a rerun finishes what a failed run left)."""
     result = Promotion(str(source), str(target))
     manifest = client.manifest(source.repo, source.reference)
     if manifest is None:
@@ -51,13 +64,19 @@ def promote(client: Distribution, source: ImageRef, target: ImageRef, content_ha
         _check_content(source, content_hash, children)
     result.digest = manifest.digest
     existing = client.manifest(target.repo, target.reference)
+    images = [child for _, child, _ in children]
     if existing is not None and existing.digest == manifest.digest:
         result.unchanged = True
+        if before_tag is not None:
+            before_tag(manifest, images)
         return result
-    for _, child, _ in children:
-        _copy_blobs(client, source.repo, target.repo, child, result)
+    for child in images:
+        copy_blobs(client, source.repo, target.repo, child, result)
         if child is not manifest:
             client.put_manifest(target.repo, child.digest, child.raw, child.media_type)
+    if before_tag is not None:
+        client.put_manifest(target.repo, manifest.digest, manifest.raw, manifest.media_type)
+        before_tag(manifest, images)
     client.put_manifest(target.repo, target.reference, manifest.raw, manifest.media_type)
     return result
 
@@ -92,7 +111,9 @@ def _check_content(source: ImageRef, expected: str, children: list[tuple[str, Ma
             )
 
 
-def _copy_blobs(client: Distribution, source: RepoRef, target: RepoRef, manifest: Manifest, result: Promotion) -> None:
+def copy_blobs(client: Distribution, source: RepoRef, target: RepoRef, manifest: Manifest, result: Promotion) -> None:
+    """Every blob of `manifest` into `target`: mounted from `source` on the same registry, else copied."""
+
     def one(descriptor: dict[str, Any]) -> tuple[str, int]:
         digest = str(descriptor["digest"])
         if client.blob_exists(target, digest, push=True):

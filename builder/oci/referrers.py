@@ -61,13 +61,20 @@ def attach(
         "annotations": dict(sorted(annotations.items())),
     }
     raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    put = put_referrer(client, repo, subject.digest, raw)
+    return Attached(put.digest, put.fallback, len(content) + put.bytes)
+
+
+def put_referrer(client: Distribution, repo: RepoRef, subject: str, raw: bytes) -> Attached:
+    """PUT an artifact manifest that names `subject` (its blobs already in `repo`), byte for byte, and list it
+    in the fallback index when the registry did not take the subject itself (no OCI-Subject header)."""
+    manifest = json.loads(raw)
     digest, reply = client.put_manifest_reply(repo, digest_of(raw), raw, OCI_MANIFEST)
-    if reply.header("oci-subject") == subject.digest:
-        return Attached(digest, fallback=False, bytes=len(content) + len(raw))
-    entry = {"mediaType": OCI_MANIFEST, "digest": digest, "size": len(raw), "artifactType": artifact_type}
-    entry["annotations"] = manifest["annotations"]
-    index = _add_to_fallback(client, repo, subject.digest, entry)
-    return Attached(digest, fallback=True, bytes=len(content) + len(raw) + index)
+    if reply.header("oci-subject") == subject:
+        return Attached(digest, fallback=False, bytes=len(raw))
+    entry = {"mediaType": OCI_MANIFEST, "digest": digest, "size": len(raw), "artifactType": manifest["artifactType"]}
+    entry["annotations"] = manifest.get("annotations") or {}
+    return Attached(digest, fallback=True, bytes=len(raw) + _add_to_fallback(client, repo, subject, entry))
 
 
 def _add_to_fallback(client: Distribution, repo: RepoRef, subject: str, entry: dict[str, Any]) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,24 @@ HOSTED_RUNNER = "ubuntu-latest"
 ARM_RUNNER = "ubuntu-24.04-arm"  # GitHub's hosted arm64 runner: arm64 images build natively, not emulated
 GPU_RUNNER = ["self-hosted", "gpu"]
 ARM_GPU_RUNNER = ["self-hosted", "gpu", "arm64"]  # a Grace machine (GH200, GB200, DGX Spark) of your own
+
+
+@dataclass(frozen=True)
+class Assurance:
+    """What the exported commands add for a platform team (`matrix ci --attest --security-gate`): builds
+    attach an SBOM and provenance to the candidate and pass the security gate before it is pushed; the
+    promotion carries both to the public repository and signs there with $TORCHYARD_SIGN_KEY when it is set."""
+
+    attest: bool = False
+    gate: bool = False
+    allowlist: str | None = None
+
+    def build(self) -> list[str]:
+        gate = ["--security-gate", *(["--allowlist", self.allowlist] if self.allowlist else [])] if self.gate else []
+        return [*(["--attest"] if self.attest else []), *gate]
+
+    def promote(self) -> list[str]:
+        return ["--attest"] if self.attest else []
 
 
 def build_flags(item: Item) -> list[str]:
@@ -48,20 +67,24 @@ def build_flags(item: Item) -> list[str]:
     return flags
 
 
-def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | None) -> dict[str, Any]:
+def github_matrix(
+    pplan: PublishPlan, repo: str, candidates: str, gpus: str | None, assurance: Assurance | None = None
+) -> dict[str, Any]:
     """`strategy.matrix` for GitHub Actions: one job per item with its exact commands and runners.
 
     build (hosted runner): build, no-GPU smoke suite, push the immutable tag to the candidates repo;
     smoke (the self-hosted `gpu` label, CUDA items, when --gpus): the GPU checks on that candidate;
     push: promote the verified candidate to the public repo registry-side (torchyard promote: blob mounts,
-    the same digest). `publish` does all three on one machine.
+    the same digest). `publish` does all three on one machine. `assurance`: the attestation and gate flags.
     """
+    assurance = assurance or Assurance()
     include = []
     for item, plan in pplan.planned():
         gpu = gpus is not None and item.combo.variant.cuda is not None
         arm = item.combo.platform is Platform.ARM64
         tag = plan.target(item.flavor).tags.immutable  # what `build` pushes; promote renames a platform member
         candidate, public = f"{candidates}:{tag}", f"{repo}:{pplan.group_of(item).immutable(item)}"
+        promote_flags = ["--content-hash", plan.content_hash, *assurance.promote()]
         smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpu else [])]
         runner = ARM_RUNNER if arm else HOSTED_RUNNER
         include.append(
@@ -70,10 +93,12 @@ def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | No
                 "runs-on": runner,
                 "smoke-runs-on": (ARM_GPU_RUNNER if arm else GPU_RUNNER) if gpu else runner,
                 "gpu": gpu,
-                "build": shlex.join(["torchyard", "build", *build_flags(item), "--repo", candidates, "--push"]),
+                "build": shlex.join(
+                    ["torchyard", "build", *build_flags(item), *assurance.build(), "--repo", candidates, "--push"]
+                ),
                 "smoke": f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}",
                 # registry-side (blob mounts, same digest), only if the candidate is the content planned
-                "push": shlex.join(["torchyard", "promote", candidate, public, "--content-hash", plan.content_hash]),
+                "push": shlex.join(["torchyard", "promote", candidate, public, *promote_flags]),
                 "publish": shlex.join(
                     [
                         "torchyard",
@@ -85,6 +110,7 @@ def github_matrix(pplan: PublishPlan, repo: str, candidates: str, gpus: str | No
                         "--no-aliases",
                         *(["--refresh", item.options.refresh] if item.options.refresh else []),
                         *(["--gpus", gpus or "all"] if gpu else []),
+                        *assurance.build(),
                     ]
                 ),
                 "image": public,

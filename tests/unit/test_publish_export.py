@@ -16,7 +16,7 @@ from publish_kit import matrix_with
 from builder.build.plan import make_plan
 from builder.cli.main import main
 from builder.matrix import Matrix
-from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, bake, github_matrix
+from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, Assurance, bake, github_matrix
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish
 
@@ -174,3 +174,42 @@ def test_a_refresh_token_reaches_every_command_and_the_bake_args(m: Matrix, tmp_
     commons = [body for body in data["target"].values() if "context" in body]
     assert commons and all(body["args"]["OS_REFRESH"] == "2026-W48" for body in commons)
     assert all(b["labels"]["io.torchyard.refresh"] == "2026-W48" for b in data["target"].values() if "inherits" in b)
+
+
+def test_the_assurance_flags_reach_the_build_publish_and_promote_commands_and_run(
+    m: Matrix, items: list[Item], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    allow = tmp_path / "allow.json"
+    allow.write_text("{}")
+    assurance = Assurance(attest=True, gate=True, allowlist=str(allow))
+    for job in github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, "all", assurance)["include"]:
+        build = shlex.split(job["build"])
+        assert build[-7:] == ["--attest", "--security-gate", "--allowlist", str(allow), "--repo", CANDIDATES, "--push"]
+        assert shlex.split(job["push"])[-1] == "--attest" and "--sign-key" not in job["push"]  # the key: env only
+        assert shlex.split(job["publish"])[-4:] == ["--attest", "--security-gate", "--allowlist", str(allow)]
+        with pytest.raises(SystemExit) as exit_:
+            main(["--matrix", m.path, *build[1:], "--dry-run"])
+        assert exit_.value.code == 0, capsys.readouterr().err
+    plain = github_matrix(plan_publish(m, items, []), REPO, CANDIDATES, "all")["include"][0]
+    assert "--attest" not in plain["build"] + plain["push"] and "--security-gate" not in plain["build"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["build", "--allowlist", "a.json", "--dry-run"], "--allowlist is the security gate's: give --security-gate"),
+        (["build", "--security-gate", "--allowlist", "nowhere.json", "--dry-run"], "nowhere.json"),
+        (["matrix", "ci", "--format", "bake", "--attest"], "not --format bake"),
+        (["matrix", "ci", "--format", "github", "--allowlist", "a.json"], "give --security-gate too"),
+    ],
+)
+def test_bad_gate_and_attest_flags_are_one_line_and_exit_2(
+    m: Matrix, argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--matrix", m.path, *argv])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and err.count("\n") == 1, err

@@ -85,7 +85,7 @@ def test_publish_pushes_only_from_main_or_tags_on_a_schedule_too() -> None:
     assert "schedule" in triggers and "concurrency" in data
     main_or_tags = "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/')"
     promote = data["jobs"]["gpu-smoke"]["steps"][-1]
-    assert (promote["if"], promote["run"]) == (main_or_tags, "${{ matrix.push }}")
+    assert promote["if"] == main_or_tags and promote["run"].rstrip().endswith("\n${{ matrix.push }}")
     assert main_or_tags in data["jobs"]["aliases"]["if"]
     assert data["jobs"]["pages"]["if"] == "github.ref == 'refs/heads/main'"
     assert data["jobs"]["gpu-smoke"]["runs-on"] == "${{ matrix.smoke-runs-on }}"
@@ -100,7 +100,29 @@ def test_one_failing_image_does_not_hold_back_the_others() -> None:
     assert jobs["build"]["strategy"]["fail-fast"] is False and jobs["gpu-smoke"]["strategy"]["fail-fast"] is False
     assert "push" not in jobs, "no job waits for the whole smoke matrix before promoting"
     steps = [step.get("run", "") for step in jobs["gpu-smoke"]["steps"]]
-    assert steps[-2:] == ["${{ matrix.smoke }}", "${{ matrix.push }}"]
+    assert steps[-2] == "${{ matrix.smoke }}" and steps[-1].rstrip().endswith("${{ matrix.push }}")
+
+
+def test_only_the_promotion_sees_the_signing_key_and_it_refuses_to_publish_unsigned() -> None:
+    """The key signs what passed the GPU smoke suite, in the public repository: no build job holds it."""
+    jobs = _load("publish.yml")["jobs"]
+    holders = [
+        (job, step.get("name", ""))
+        for job, body in jobs.items()
+        for step in body["steps"]
+        if "TORCHYARD_SIGN_KEY" in json.dumps(step)
+    ]
+    assert holders == [("gpu-smoke", "promote the verified candidate registry-side, signed (${{ matrix.id }})")]
+    promote = jobs["gpu-smoke"]["steps"][-1]
+    assert promote["env"]["TORCHYARD_SIGN_KEY"] == "${{ secrets.TORCHYARD_SIGN_KEY }}"
+    guard = promote["run"].split("${{ matrix.push }}")[0]
+    run = subprocess.run(
+        ["bash", "-c", guard], env={"TORCHYARD_SIGN_KEY": ""}, capture_output=True, text=True, check=False
+    )
+    assert run.returncode == 1 and "TORCHYARD_SIGN_KEY secret is not set" in run.stdout
+    allowed = {"TORCHYARD_SIGN_KEY": "", "ALLOW_UNSIGNED": "true"}
+    assert subprocess.run(["bash", "-c", guard], env=allowed, check=False).returncode == 0
+    assert subprocess.run(["bash", "-c", guard], env={"TORCHYARD_SIGN_KEY": "k"}, check=False).returncode == 0
 
 
 def test_promotion_moves_no_image_through_the_runner() -> None:
@@ -135,7 +157,8 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
         "ONLY": "*",
         "REFRESH": "2026-W48",
     }
-    argv = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in shlex.split(command.group(1))]
+    words = [a for a in shlex.split(command.group(1)) if a != "${allow[@]}"]  # no allowlist file in this checkout
+    argv = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in words]
     with pytest.raises(SystemExit) as exit_:
         main(argv[1:])
     assert exit_.value.code == 0
@@ -155,6 +178,8 @@ def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.Capt
                 "all",
                 "--refresh",
                 "2026-W48",
+                "--attest",
+                "--security-gate",
             ]
         )
     assert json.loads(capsys.readouterr().out) == printed
