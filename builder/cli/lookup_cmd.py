@@ -12,6 +12,7 @@ from builder.cli.lookup_view import (
     grouped_table,
     groups,
     image_ref,
+    offer_for,
     pip_line,
     unrecorded_note,
     wide_table,
@@ -69,15 +70,17 @@ def lookup_cmd(ctx: click.Context, flags: LookupFlags) -> None:
     m = matrix_of(ctx)
     q = query_of(m, dict(flags.shared), here=flags.here)
     found = lookup(m, q)
-    where = _where(m, found, flags.repo) if flags.here and found.valid else None
+    where = _where(m, found, flags.repo, q.inference) if flags.here and found.valid else None
     if flags.as_json:
-        emit_json(lookup_json(m, found, flags.limit) | ({"where": location_json(where)} if where else {}))
+        listed = lookup_json(m, found, flags.limit, inference=q.inference)
+        emit_json(listed | ({"where": location_json(where)} if where else {}))
         if not found.valid:
             raise SystemExit(NoMatchError.exit_code)
         return
     if not found.valid:
         raise NoMatchError(failure_message(found))
-    click.echo(best_block(m, found.valid[0], here=flags.here))
+    best = found.valid[0]
+    click.echo(best_block(m, best, here=flags.here, offer=offer_for(m, best, inference=q.inference)))
     click.echo("".join(f"  where:  {line}\n" for line in (where_lines(where) if where else [])))
     _print_rows(found, flags, driver=q.driver is not None, arch=bool(q.archs))
 
@@ -109,29 +112,31 @@ def _print_rows(found: Lookup, flags: LookupFlags, *, driver: bool, arch: bool) 
         click.echo(note)
 
 
-def _where(m: Matrix, found: Lookup, repo: str | None) -> Location:
+def _where(m: Matrix, found: Lookup, repo: str | None, inference: bool) -> Location:
     """Where lookup --here's first row can be had (host.locate, as doctor says it)."""
     from builder.engine import DockerEngine
     from builder.host.locate import expected_size, locate_recommended
 
     r = found.valid[0]
-    c = r.combo
+    c, offer = r.combo, offer_for(m, r, inference=inference)
     size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
-    build = best_block(m, r).split("  build:  ", 1)[1].splitlines()[0]
+    build = best_block(m, r, offer=offer).split("  build:  ", 1)[1].splitlines()[0]
     return locate_recommended(
-        image_ref(m, r, repo or "torchyard"), build, size, repo=repo, local=engine_lookup(DockerEngine())
+        image_ref(m, r, repo or "torchyard", offer), build, size, repo=repo, local=engine_lookup(DockerEngine())
     )
 
 
-def lookup_json(m: Matrix, found: Lookup, limit: int) -> dict[str, Any]:
+def lookup_json(m: Matrix, found: Lookup, limit: int, *, inference: bool = False) -> dict[str, Any]:
     f = Facts(m)
     shown = found.valid[:limit] if limit else found.valid
+    offers = [offer_for(m, r, inference=inference) for r in shown]
     return {
         "schema": SCHEMA,
         "total": len(found.valid),
         "shown": len(shown),
         "results": [
-            result_json(f, r) | {"image": image_ref(m, r), "pip": pip_line(r)} | verdict_json(r.checks) for r in shown
+            result_json(f, r) | {"image": image_ref(m, r, offer=o), "pip": pip_line(r, o)} | verdict_json(r.checks)
+            for r, o in zip(shown, offers, strict=True)
         ],
         "rejected": len(found.rejected),
         "reasons": [{"reason": reason, "count": count} for reason, count in found.reasons()],

@@ -11,6 +11,7 @@ from builder.cli.output import table
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.matrix.model import Matrix
 from builder.render.tags import image_tags
+from builder.resolve import onnx
 from builder.resolve.report import index_url
 from builder.resolve.resolver import Result
 from builder.resolve.rules import ArchSupport, DriverMode
@@ -115,18 +116,37 @@ def unrecorded_note(shown: Sequence[Result]) -> str | None:
     return f"* cannot tell: {len(marked)} row(s) not fully checked ({reasons[0]}{more})"
 
 
-def image_ref(m: Matrix, r: Result, repo: str = "torchyard") -> str:
-    return f"{repo}:{image_tags(m, r.combo, Flavor.RUNTIME, Strategy.WHEELS, ()).immutable}"
+@dataclass(frozen=True)
+class Offer:
+    """The image lookup offers for a result: the runtime image, or with --inference the inference image and
+    the packages render adds to it (torch.onnx's exporter packages, then the newest ONNX Runtime that fits)."""
+
+    flavor: Flavor = Flavor.RUNTIME
+    packages: tuple[str, ...] = ()
 
 
-def pip_line(r: Result) -> str:
+def offer_for(m: Matrix, r: Result, *, inference: bool) -> Offer:
+    if not inference:
+        return Offer()
+    found = onnx.choose(m, r.combo)  # what render puts in the image (builder/render/spec.py)
+    tools = tuple(f"{t.name}=={t.version}" for t in onnx.tools(m, r.combo))
+    return Offer(Flavor.INFERENCE, (*tools, found.release.id) if found.release is not None else tools)
+
+
+def image_ref(m: Matrix, r: Result, repo: str = "torchyard", offer: Offer = Offer()) -> str:
+    return f"{repo}:{image_tags(m, r.combo, offer.flavor, Strategy.WHEELS, ()).immutable}"
+
+
+def pip_line(r: Result, offer: Offer = Offer()) -> str:
+    """torch from its index, then (--inference) the inference packages from PyPI, as the image installs them."""
     c = r.combo
     index = index_url(c)
     pins = [f"torch=={c.torch.version}", f"torchvision=={c.torch.torchvision}", f"torchaudio=={c.torch.torchaudio}"]
-    return "pip install " + shlex.join(pins + (["--index-url", index] if index else []))
+    line = "pip install " + shlex.join(pins + (["--index-url", index] if index else []))
+    return line + (f" && pip install {shlex.join(offer.packages)}" if offer.packages else "")
 
 
-def best_block(m: Matrix, r: Result, *, here: bool = False) -> str:
+def best_block(m: Matrix, r: Result, *, here: bool = False, offer: Offer = Offer()) -> str:
     c, v = r.combo, r.combo.variant
     unknown = "not recorded"
     stack = f"CUDA {v.cuda}, cuDNN {v.cudnn or unknown}, NCCL {v.nccl or unknown}" if v.cuda else "CPU only"
@@ -140,7 +160,8 @@ def best_block(m: Matrix, r: Result, *, here: bool = False) -> str:
     lines.append(f"  answer: {answer_words(r, here=here)}")
     flags = ["--torch", str(c.torch.version), "--variant", v.name, "--python", c.python, "--os", c.os.name]
     flags += ["--platform", c.platform.value] if c.platform is not Platform.AMD64 else []
-    lines.append(f"  image:  {image_ref(m, r)}")
+    flags += ["--target", offer.flavor.value] if offer.flavor is not Flavor.RUNTIME else []
+    lines.append(f"  image:  {image_ref(m, r, offer=offer)}")
     lines.append(f"  build:  torchyard build {shlex.join(flags)}")
-    lines.append(f"  pip:    {pip_line(r)}")
+    lines.append(f"  pip:    {pip_line(r, offer)}")
     return "\n".join(lines)

@@ -148,3 +148,23 @@ def test_an_inference_render_says_in_one_line_why_tensorrt_is_not_in_it(cli: Cli
     dockerfile = (tmp_path / "out" / "Dockerfile").read_text()
     assert "tensorrt" not in dockerfile.lower()
     assert "TensorRT" not in _render(cli, tmp_path, "--target", "runtime", "--force").err
+
+
+def test_lookup_for_the_inference_image_offers_that_image_its_build_and_its_packages(cli: Cli) -> None:
+    """What lookup --inference names is the inference image `build --target inference` makes, and the pip line
+    installs what render puts into it; without --inference, the runtime image."""
+    query = ("lookup", "--torch", "2.14.1", "--python", "3.11", "--variant", "cu130", "--os", "debian12")
+    run = cli(*query, "--inference")
+    assert run.code == 0, run.err
+    block = dict(line.strip().split(":", 1) for line in run.out.split("\n\n")[0].splitlines()[1:])
+    image, build, pip = block["image"].strip(), block["build"].strip(), block["pip"].strip()
+    assert image.endswith("-inference") and build.endswith("--target inference")
+    dry = cli(*build.split()[1:], "--dry-run", "--any-host", "--no-host-settings")
+    assert dry.code == 0 and f"    {image}\n" in dry.out, dry.out + dry.err
+    packages = {t.name: str(t.version) for t in onnx.tools(M, _combo("2.14.1", "cu130"))}
+    wanted = [f"{name}=={version}" for name, version in packages.items()] + ["onnxruntime-gpu==1.31.1"]
+    assert pip.split(" && ")[1] == "pip install " + " ".join(wanted)
+    listed = cli(*query, "--inference", "--json")
+    assert listed.code == 0 and '"image": "' + image + '"' in listed.out
+    plain = cli(*query)
+    assert "-runtime\n" in plain.out and "--target" not in plain.out.split("\n\n")[0] and "onnx" not in plain.out
