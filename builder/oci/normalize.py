@@ -165,6 +165,25 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
 
 
+def differing_layers(a: NormalImage, b: NormalImage) -> list[str]:
+    """One line per layer whose diff id differs between two normalizations of the same build (their layer tars
+    still on disk): its number, the step that made it, the files that differ in it (the first 12)."""
+    found = []
+    for number, (x, y) in enumerate(zip(a.layers, b.layers, strict=True)):
+        if x.diff_id == y.diff_id:
+            continue
+        files_x, files_y = layer_files(layer_tar(x)), layer_files(layer_tar(y))
+        differ = sorted(p for p in files_x.keys() | files_y.keys() if files_x.get(p) != files_y.get(p))
+        found.append(f"layer {number} ({x.created_by[:90]}): {', '.join(differ[:12]) or 'entry order or headers'}")
+    return found
+
+
+def layer_tar(layer: Layer) -> Path:
+    """The uncompressed tar `_layer` left beside the layer's blob: the rewritten one where it changed."""
+    name = layer.blob.path.name.replace(".tar.gz", ".normal.tar" if layer.changed else ".tar")
+    return layer.blob.path.with_name(name)
+
+
 def layer_files(path: Path) -> dict[str, str]:
     """Path -> sha256 of the content (or the link target, or the kind) of every entry of a layer tar: what to
     compare when two builds' layers differ."""

@@ -5,7 +5,7 @@ same manifest digest. When they differ, the assertion names each differing layer
 the files in it that differ.
 
 --no-cache rebuilds every step; BuildKit's cache mounts (apt and uv downloads) stay, as the shared engine's
-cache may not be pruned here: bench/reproducible.py builds on an engine of its own with every cache pruned.
+cache may not be pruned here: bench/reproducible.py does the same for a real CUDA image (torch and the NVIDIA wheels from PyPI).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from kit import docker
 from layer_kit import Built, build, family_index
 
 from builder.core.kinds import Installer
-from builder.oci.normalize import Layer, NormalImage, layer_files, normalize_saved
+from builder.oci.normalize import NormalImage, differing_layers, normalize_saved
 
 pytestmark = pytest.mark.docker
 
@@ -49,29 +49,12 @@ def _normal(image: Built, folder: Path) -> NormalImage:
     return normalize_saved(saved, folder / f"{saved.stem}-oci", EPOCH)
 
 
-def _tar(layer: Layer) -> Path:
-    return layer.blob.path.with_name(
-        layer.blob.path.name.replace(".tar.gz", ".normal.tar" if layer.changed else ".tar")
-    )
-
-
-def _differences(a: NormalImage, b: NormalImage) -> list[str]:
-    found = []
-    for number, (x, y) in enumerate(zip(a.layers, b.layers, strict=True)):
-        if x.diff_id == y.diff_id:
-            continue
-        files_x, files_y = layer_files(_tar(x)), layer_files(_tar(y))
-        differ = sorted(p for p in files_x.keys() | files_y.keys() if files_x.get(p) != files_y.get(p))
-        found.append(f"layer {number} ({x.created_by[:90]}): {', '.join(differ[:12]) or 'entry order or headers'}")
-    return found
-
-
 def test_two_builds_of_the_same_image_normalize_to_the_same_digest(
     twice: tuple[Built, NormalImage, NormalImage],
 ) -> None:
     _, a, b = twice
     assert len(a.layers) == len(b.layers)
-    assert _differences(a, b) == [], "the layers that differ, and their files"
+    assert differing_layers(a, b) == [], "the layers that differ, and their files"
     assert a.config == b.config
     assert a.digest == b.digest
 
