@@ -24,17 +24,15 @@ Standard library + torch only; runs in the images (Python >= 3.8).
 from __future__ import annotations
 
 import contextlib
-import importlib.abc
-import importlib.util
 import json
 import os
-import sys
 import time
 import types
 from typing import Any, Iterator
 
 import torchyard_faults
 import torchyard_ort_sim
+from torchyard_after_import import after_import
 from torchyard_gpu_sim_mode import STATE, device_index, mode_class
 
 ENV = "TORCHYARD_GPU_SIM"
@@ -48,32 +46,8 @@ def config() -> dict[str, Any]:
     return data
 
 
-class _TorchHook(importlib.abc.MetaPathFinder):
-    """Patches torch right after its own import has finished."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "torch":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("torch")
-        if spec is None or spec.loader is None:
-            return spec
-        loader: Any = spec.loader
-        original = loader.exec_module
-
-        def exec_module(module: types.ModuleType) -> None:
-            original(module)
-            _patch(module)
-
-        loader.exec_module = exec_module
-        return spec
-
-
 def arm() -> None:
-    if "torch" in sys.modules:
-        _patch(sys.modules["torch"])
-    else:
-        sys.meta_path.insert(0, _TorchHook())
+    after_import("torch", _patch)
 
 
 def _patch(torch: Any) -> None:

@@ -12,44 +12,16 @@ Standard library (+ onnxruntime, numpy) only; runs in the images (Python >= 3.8)
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
-import types
 from typing import Any
+
+from torchyard_after_import import after_import
 
 CUDA, CPU = "CUDAExecutionProvider", "CPUExecutionProvider"
 
 
-class _Hook(importlib.abc.MetaPathFinder):
-    def __init__(self, sim: bool, faults: list[str]) -> None:
-        self.sim, self.faults = sim, faults
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "onnxruntime":
-            return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("onnxruntime")
-        if spec is None or spec.loader is None:
-            return spec
-        loader: Any = spec.loader
-        original = loader.exec_module
-
-        def exec_module(module: types.ModuleType) -> None:
-            original(module)
-            patch(module, self.sim, self.faults)
-
-        loader.exec_module = exec_module
-        return spec
-
-
 def arm(sim: bool, faults: list[str]) -> None:
-    if not sim and not {"ort_cpu_fallback", "ort_perturbed"} & set(faults):
-        return
-    if "onnxruntime" in sys.modules:
-        patch(sys.modules["onnxruntime"], sim, faults)
-    else:
-        sys.meta_path.insert(0, _Hook(sim, faults))
+    if sim or {"ort_cpu_fallback", "ort_perturbed"} & set(faults):
+        after_import("onnxruntime", lambda ort: patch(ort, sim, faults))
 
 
 def patch(ort: Any, sim: bool, faults: list[str]) -> None:

@@ -5,7 +5,8 @@ same manifest digest. When they differ, the assertion names each differing layer
 the files in it that differ.
 
 --no-cache rebuilds every step; BuildKit's cache mounts (apt and uv downloads) stay, as the shared engine's
-cache may not be pruned here: bench/reproducible.py does the same for a real CUDA image (torch and the NVIDIA wheels from PyPI).
+cache may not be pruned here. bench/reproducible.py does the same for a real CUDA image (torch and the NVIDIA
+wheels from PyPI).
 """
 
 from __future__ import annotations
