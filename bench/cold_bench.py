@@ -9,10 +9,13 @@ already holds. Prints the wall time of each build, the Dockerfile stages' times 
 builder/core/stage_times.py), the smoke suite's wall time (`torchyard smoke`, no GPU) and `uptime` before and
 after each: the machine is shared, so the numbers are upper bounds under the load shown.
 
-    python bench/cold_bench.py [--torch 2.14.1] [--skip-tutorial] [--skip-smoke] [--keep]
+    python bench/cold_bench.py [--torch 2.14.1] [--skip-tutorial] [--skip-smoke] [--keep] [--in-place MANIFEST]
 
-Afterwards it removes its images and prunes the build-cache records its builds made (`docker builder prune
---filter id=...`, its own records only: those that appeared during its builds and are not in use).
+--in-place MANIFEST builds the experiment of bench/inplace_variant.py instead of the rendered venv stage.
+
+Afterwards it removes its images and prunes the build-cache records that appeared during its run and are not in
+use (`docker builder prune --filter id=...`, one record at a time): on a shared engine that can include another
+session's records of the same minutes (cache only: their next build redoes those steps). `--keep` prunes nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ import time
 from pathlib import Path
 
 from builder.core.stage_times import StageTimes, describe
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from inplace_variant import rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKER = os.environ.get("TORCHYARD_DOCKER", "/usr/bin/docker")
@@ -103,6 +109,7 @@ def main() -> None:
     parser.add_argument("--skip-smoke", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the images and cache records")
     parser.add_argument("--work", type=Path, default=None, help="folder for the context and logs")
+    parser.add_argument("--in-place", type=Path, default=None, metavar="MANIFEST", help="bench/inplace_variant.py")
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the torchyard checkout that renders (default: this one)"
     )
@@ -124,6 +131,8 @@ def main() -> None:
         context = work / "context"
         render(args.torch, context, args.root)
         dockerfile = context / "Dockerfile"
+        if args.in_place:
+            rewrite(context, args.in_place)
         dockerfile.write_text(own_cache_ids(dockerfile.read_text(encoding="utf-8"), nonce), encoding="utf-8")
         tag = f"torchyard-cold/runtime:{nonce}"
         tags.append(tag)
