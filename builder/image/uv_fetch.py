@@ -1,16 +1,16 @@
 """Fetch uv's binary from its wheel on the package index, with the standard library only.
 
 Runs in the uv stage with the OS's Python, which then needs neither python3-venv nor pip: a venv and a pip
-install of uv cost that stage (the cold build's critical path) about 20 s; a download and one unzip cost ~2 s.
+install of uv cost that stage (on the cold build's critical path) 31 s, this 8 s (docs/benchmarks.md, a loaded machine).
 
     python uv_fetch.py VERSION DEST [PIP_CONF]
 
 It reads the index as pip would: PIP_CONF's `index-url`, then its `extra-index-url`s (default:
-https://pypi.org/simple), the simple (PEP 503) page of `uv`, and takes this machine's manylinux wheel of VERSION.
-The link's `#sha256=` must match the download (PyPI and the common mirrors give it; a link without one is
-refused: nothing unverified lands in the build). Credentials in an index URL go into an Authorization header to
-that host only, never into an error message. The CA bundle: `$SSL_CERT_FILE` when set (the build's secret),
-else the OS's.
+https://pypi.org/simple), the simple page of `uv` (JSON, PEP 691, where the index serves it; else HTML, PEP 503),
+and takes this machine's manylinux wheel of VERSION. The link's sha256 must match the download (PyPI and the
+common mirrors give it; a link without one is refused: nothing unverified lands in the build). Credentials in an
+index URL go into an Authorization header to that host only, never into an error message. The CA bundle:
+`$SSL_CERT_FILE` when set (the build's secret), else the OS's.
 
 Standard library only, Python 3.8 and later: it runs with the Python of the image being built.
 """
@@ -21,6 +21,7 @@ import base64
 import configparser
 import hashlib
 import io
+import json
 import os
 import platform
 import ssl
@@ -31,6 +32,8 @@ import zipfile
 from html.parser import HTMLParser
 
 PYPI = "https://pypi.org/simple"
+# pip's Accept header: JSON (PEP 691) first, HTML (PEP 503) for the indexes that serve only that
+SIMPLE_ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html; q=0.1, text/html; q=0.01"
 TIMEOUT = 60
 
 
@@ -76,17 +79,33 @@ def wheel_for(hrefs: list[str], version: str, machine: str) -> str | None:
     return sorted(found)[0][1] if found else None
 
 
-def _open(url: str, context: ssl.SSLContext) -> bytes:
-    """GET `url`; credentials in it travel as a Basic Authorization header, not in the request line."""
+def _open(url: str, context: ssl.SSLContext, accept: str = "*/*") -> tuple[bytes, str]:
+    """GET `url`: the body and its Content-Type. Credentials in the URL travel as a Basic Authorization header,
+    not in the request line."""
     parts = urllib.parse.urlsplit(url)
     request = urllib.request.Request(redact(url) + (f"?{parts.query}" if parts.query else ""))
+    request.add_header("Accept", accept)
     if parts.username is not None:
         user = urllib.parse.unquote(parts.username)
         secret = urllib.parse.unquote(parts.password or "")
         token = base64.b64encode(f"{user}:{secret}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
     with urllib.request.urlopen(request, timeout=TIMEOUT, context=context) as response:
-        return bytes(response.read())
+        return bytes(response.read()), str(response.headers.get("Content-Type", ""))
+
+
+def page_links(body: bytes, content_type: str) -> list[str]:
+    """The file links of a simple-index page, JSON (PEP 691) or HTML (PEP 503), each with its `#sha256=`."""
+    if "json" in content_type:
+        files = json.loads(body.decode("utf-8")).get("files") or []
+        links = []
+        for entry in files:
+            sha = (entry.get("hashes") or {}).get("sha256")
+            links.append(str(entry["url"]) + (f"#sha256={sha}" if sha else ""))
+        return links
+    parser = _Links()
+    parser.feed(body.decode("utf-8", "replace"))
+    return parser.hrefs
 
 
 def _context() -> ssl.SSLContext:
@@ -102,13 +121,12 @@ def fetch(version: str, dest: str, pip_conf: str | None, machine: str | None = N
         if urllib.parse.urlsplit(index).scheme not in ("http", "https"):
             continue  # a file:// index of the host's is not there in a build
         page_url = index.rstrip("/") + "/uv/"
-        links = _Links()
         try:
-            links.feed(_open(page_url, context).decode("utf-8", "replace"))
+            hrefs = page_links(*_open(page_url, context, SIMPLE_ACCEPT))
         except OSError as error:  # urllib's errors are OSErrors; the next index may have it
             print(f"uv_fetch: {redact(page_url)}: {getattr(error, 'reason', error)}", file=sys.stderr)
             continue
-        href = wheel_for(links.hrefs, version, machine)
+        href = wheel_for(hrefs, version, machine)
         if href is None:
             continue
         return _install(urllib.parse.urljoin(page_url, href), version, dest, context)
@@ -125,7 +143,7 @@ def _install(url: str, version: str, dest: str, context: ssl.SSLContext) -> str:
         raise SystemExit(f"uv_fetch: {name}: the index gives no sha256 for it; refusing an unverified download")
     # urljoin keeps the page's credentials for a link on the index's own host and gives none to another host
     target = urllib.parse.urlunsplit((*parts[:4], ""))
-    data = _open(target, context)
+    data, _ = _open(target, context)
     if hashlib.sha256(data).hexdigest() != expected:
         raise SystemExit(f"uv_fetch: {name}: sha256 mismatch (index says {expected})")
     member = f"uv-{version}.data/scripts/uv"

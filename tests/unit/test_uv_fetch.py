@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import stat
 import threading
@@ -21,6 +22,7 @@ VERSION = "0.13.9"
 X86 = f"uv-{VERSION}-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
 ARM = f"uv-{VERSION}-py3-none-manylinux_2_17_aarch64.manylinux2014_aarch64.whl"
 MUSL = f"uv-{VERSION}-py3-none-musllinux_1_1_x86_64.whl"
+JSON = "application/vnd.pypi.simple.v1+json"
 
 
 def wheel(binary: bytes) -> bytes:
@@ -39,6 +41,12 @@ class Index:
         self.files = {X86: x86, MUSL: b"not this one"}
         self.sha = sha
         self.seen: list[tuple[str, str | None]] = []
+        self.json = False  # serve the page as PEP 691 JSON (absolute paths), whatever the client accepts
+
+    def json_page(self) -> bytes:
+        files = [{"filename": MUSL, "url": f"/files/{MUSL}", "hashes": {"sha256": "00"}}]
+        files.append({"filename": X86, "url": f"/files/{X86}", "hashes": {"sha256": self.sha} if self.sha else {}})
+        return json.dumps({"meta": {"api-version": "1.1"}, "name": "uv", "files": files}).encode()
 
     def page(self) -> bytes:
         fragment = f"#sha256={self.sha}" if self.sha is not None else ""
@@ -57,8 +65,12 @@ def served() -> Iterator[tuple[Index, str]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             index.seen.append((self.path, self.headers.get("Authorization")))
-            body = index.page() if self.path == "/simple/uv/" else index.files.get(self.path.rsplit("/", 1)[-1])
+            body = index.files.get(self.path.rsplit("/", 1)[-1])
+            kind = "application/octet-stream"
+            if self.path == "/simple/uv/":
+                body, kind = (index.json_page(), JSON) if index.json else (index.page(), "text/html")
             self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", kind)
             self.end_headers()
             self.wfile.write(body or b"")
 
@@ -110,6 +122,20 @@ def test_fetch_writes_the_binary_and_sends_the_credentials_as_a_header(
     assert stat.S_IMODE(os.stat(dest).st_mode) == 0o755
     assert [path for path, _ in index.seen] == ["/simple/uv/", f"/files/{X86}"]
     assert {auth for _, auth in index.seen} == {"Basic dXNlcjpzQGNyZXQ="}  # user:s@cret
+
+
+def test_a_json_index_page_is_read_as_pep_691(served: tuple[Index, str], tmp_path: Path) -> None:
+    index, host = served
+    index.json = True
+    dest = tmp_path / "uv"
+    assert (
+        uv_fetch.fetch(VERSION, str(dest), conf(tmp_path, f"[global]\nindex-url = http://{host}/simple\n"), "x86_64")
+        == X86
+    )
+    assert dest.read_bytes() == b"\x7fELF uv"
+    index.sha = None  # a JSON entry without a sha256 is refused as an HTML link without one is
+    with pytest.raises(SystemExit, match="gives no sha256 for it"):
+        uv_fetch.fetch(VERSION, str(dest), conf(tmp_path, f"[global]\nindex-url = http://{host}/simple\n"), "x86_64")
 
 
 def test_a_wrong_digest_is_refused_and_nothing_is_written(served: tuple[Index, str], tmp_path: Path) -> None:
