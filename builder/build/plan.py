@@ -15,7 +15,7 @@ from builder import __version__
 from builder.build.extension_dir import walk_extension
 from builder.core.archs import Arch
 from builder.core.errors import RenderError
-from builder.core.kinds import Flavor, Strategy
+from builder.core.kinds import Flavor, Installer, Strategy
 from builder.engine import BuildRequest
 from builder.matrix.model import Matrix
 from builder.render.dockerfile_context import dockerfile_context
@@ -32,6 +32,8 @@ SMOKE_DIR = Path(__file__).resolve().parents[1] / "smoke"
 SPLIT_SOURCE = Path(__file__).resolve().parents[1] / "image" / "venv_layers.py"
 GUARD_SCRIPT = "pip_guard.py"  # the image's constraints and its pip launchers (builder/image/pip_guard.py)
 GUARD_SOURCE = SPLIT_SOURCE.with_name(GUARD_SCRIPT)
+FETCH_SCRIPT = "uv_fetch.py"  # the uv stage's download of uv's binary (builder/image/uv_fetch.py)
+FETCH_SOURCE = SPLIT_SOURCE.with_name(FETCH_SCRIPT)
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
@@ -159,6 +161,8 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
         GUARD_SCRIPT: GUARD_SOURCE.read_bytes(),
     }
+    if spec.installer is Installer.UV:
+        files[FETCH_SCRIPT] = FETCH_SOURCE.read_bytes()
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
     if spec.requirements is not None:  # its lines were checked against the pins in the spec

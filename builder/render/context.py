@@ -11,7 +11,7 @@ from builder import __version__
 from builder.core import safety
 from builder.core.archs import Arch
 from builder.core.errors import RenderError
-from builder.core.kinds import Flavor, Strategy
+from builder.core.kinds import Flavor, Installer, Strategy
 from builder.core.versions import minor_str
 from builder.matrix.model import CudaImage, Matrix
 from builder.render.layers import LABEL as LAYERS_LABEL
@@ -33,8 +33,8 @@ NVCC_EXTRAS = "nvcc,cudart,cccl,crt,nvvm"
 # (https://pypi.org/project/nvidia-cuda-cuobjdump/#history), so devel images take this one.
 CUOBJDUMP_PIP = "nvidia-cuda-cuobjdump==13.5.37"
 # uv, the installer of --installer uv: a tool pinned like the toolkit wheels, from PyPI
-# (https://pypi.org/project/uv/0.13.9/, uploaded 2026-11-17). A stage of its own installs it with pip; the
-# other stages bind-mount its binary, so no image holds it.
+# (https://pypi.org/project/uv/0.13.9/, uploaded 2026-11-17). A stage of its own fetches its wheel and unpacks the
+# binary (builder/image/uv_fetch.py, sha256 from the index); the other stages bind-mount it, so no image holds it.
 UV_PIP = "uv==0.13.9"
 # setuptools builds wheels itself (bdist_wheel) from 70.1 on. The venvs of the OS Pythons (Debian 12:
 # pip 23.0.1, setuptools 66.1.1, no `wheel`) and of python:3.11 images carry older ones, with which
@@ -142,9 +142,12 @@ def compiler_packages(c: Combination, system_python: bool) -> list[str]:
     return ["g++"] + (["python3-dev"] if system_python else [])  # python:X-slim images carry Python.h
 
 
-def build_packages(system_python: bool) -> list[str]:
-    """What the build stages (FROM the base image, beside the os stage) install: the OS's Python and venv."""
-    return ["python3", "python3-venv"] if system_python else []
+def build_packages(system_python: bool, installer: Installer) -> list[str]:
+    """What the build stages (FROM the base image, beside the os stage) install: the OS's Python; pip's venv
+    module for pip, the CA certificates uv's download needs for uv (`uv venv` needs no venv module)."""
+    if not system_python:
+        return []  # python:X-slim images carry Python, its venv module and ca-certificates
+    return ["python3", "python3-venv"] if installer is Installer.PIP else ["ca-certificates", "python3"]
 
 
 def toolchain_packages(system_python: bool) -> list[str]:

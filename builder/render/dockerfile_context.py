@@ -45,6 +45,7 @@ def dockerfile_context(spec: ImageSpec) -> dict[str, Any]:
         "torch_index": spec.torch_index,
         "installer": spec.installer.value,
         "uv_pip": spec.uv_pip,
+        "uv_version": spec.uv_pip.split("==", 1)[1],
         "venv_layers": [f"{i:02d}" for i in range(len(spec.layers.slots()))],
         "layer_summary": layer_summary(spec.layers),
         "manifest_files": [f"manifest-{flavor.value}.json" for flavor in Flavor if flavor in available],

@@ -136,7 +136,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         cuda_home=ctx.cuda_home(c, options.strategy) if has_toolkit else None,
         nvidia_env=tuple(ctx.nvidia_env(f, c, bases)),
         os_packages=tuple(ctx.os_packages(c, bases.system_python)),
-        build_packages=tuple(ctx.build_packages(bases.system_python)),
+        build_packages=tuple(ctx.build_packages(bases.system_python, options.installer)),
         toolchain_packages=tuple(ctx.toolchain_packages(bases.system_python)),
         apt_origin=ctx.APT_ORIGINS.get(c.os.family, "http://deb.debian.org"),
         torch_index=ctx.torch_index(c, options),

@@ -35,7 +35,7 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04,target=/var/cache/apt,sharing=lo
       /var/cache/ldconfig/aux-cache
 WORKDIR /workspace
 
-# ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
+# ---- uv: the OS's Python and the installer (uv==0.13.9, its wheel's binary), beside the os stage --------
 FROM nvidia/cuda:12.4.1-base-ubuntu22.04 AS uv
 ARG APT_MIRROR=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -55,19 +55,16 @@ RUN --mount=type=cache,id=apt-cache-ubuntu22.04-python,target=/var/cache/apt,sha
     fi; \
     apt-get update; \
     PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      python3 \
-      python3-venv; \
+      ca-certificates \
+      python3; \
     rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
       /var/cache/ldconfig/aux-cache
-RUN --mount=type=cache,id=pip-ubuntu22.04,target=/root/.cache/pip,sharing=locked \
+RUN --mount=type=bind,source=uv_fetch.py,target=/tmp/uv_fetch.py \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
     set -eu; \
-    export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore; \
-    if [ -s /run/secrets/cacert ]; then export PIP_CERT=/run/secrets/cacert; fi; \
-    if [ -s /run/secrets/pipconf ]; then export PIP_CONFIG_FILE=/run/secrets/pipconf; fi; \
-    python3 -m venv /opt/uv; \
-    /opt/uv/bin/pip install --no-compile 'uv==0.13.9'
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    python3 /tmp/uv_fetch.py '0.13.9' /opt/uv/bin/uv /run/secrets/pipconf
 
 # ---- build: torch, torchvision, torchaudio pinned exactly, sorted into one tree per venv layer -------------
 # venv_layers.py compiles the bytecode, moves each distribution to /layers/NN by what pins it (venv-layers.json)

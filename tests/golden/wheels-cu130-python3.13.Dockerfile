@@ -33,22 +33,19 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
       /var/cache/ldconfig/aux-cache
 WORKDIR /workspace
 
-# ---- uv: the OS's Python and the installer (uv==0.13.9, bootstrapped with pip), beside the os stage -----
+# ---- uv: the OS's Python and the installer (uv==0.13.9, its wheel's binary), beside the os stage --------
 FROM python:3.13-slim-bookworm AS uv
 ARG APT_MIRROR=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
     LC_ALL=C.UTF-8 \
     PYTHONDONTWRITEBYTECODE=1
-RUN --mount=type=cache,id=pip-debian12,target=/root/.cache/pip,sharing=locked \
+RUN --mount=type=bind,source=uv_fetch.py,target=/tmp/uv_fetch.py \
     --mount=type=secret,id=cacert \
     --mount=type=secret,id=pipconf \
     set -eu; \
-    export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore; \
-    if [ -s /run/secrets/cacert ]; then export PIP_CERT=/run/secrets/cacert; fi; \
-    if [ -s /run/secrets/pipconf ]; then export PIP_CONFIG_FILE=/run/secrets/pipconf; fi; \
-    python3 -m venv /opt/uv; \
-    /opt/uv/bin/pip install --no-compile 'uv==0.13.9'
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    python3 /tmp/uv_fetch.py '0.13.9' /opt/uv/bin/uv /run/secrets/pipconf
 
 # ---- build: torch, torchvision, torchaudio pinned exactly, sorted into one tree per venv layer -------------
 # venv_layers.py compiles the bytecode, moves each distribution to /layers/NN by what pins it (venv-layers.json)

@@ -27,7 +27,7 @@ LINUX = '; platform_system == "Linux"'
 CP311 = "cp311-cp311-manylinux_2_28_x86_64"
 ANY = "py3-none-any"
 PAYLOAD = 300_000  # incompressible bytes per wheel: layers of a measurable size
-REAL_WHEELS = ("uv==0.13.9", "pip", "setuptools")  # the uv stage installs uv with pip; the uv venv gets pip, setuptools
+REAL_WHEELS = ("uv==0.13.9", "pip", "setuptools")  # the uv stage unpacks uv's wheel; the uv venv gets pip, setuptools
 
 
 @dataclass(frozen=True)
