@@ -32,6 +32,7 @@ THIRD_PARTY = {
     "torchyard_gpu_sim_mode",
     "torchyard_faults",
     "torchyard_ort_sim",
+    "torchyard_after_import",
     # the inference checks (checks_onnx.py): what the inference image carries, imported inside the checks, which
     # skip where onnxruntime is missing (runtime, devel)
     "onnx",
