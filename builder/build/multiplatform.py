@@ -98,8 +98,9 @@ def publish_index(
 
 
 def _sign_index(registry: Registry, ref: str, key: SigningKey | None, log: Log) -> None:
-    """A cosign signature of the index's own digest: a policy that checks the tag's top-level manifest (skopeo
-    copy --all, a verifier given the index digest) finds one, as it finds one for each platform's image."""
+    """A cosign signature of the index's own digest: cosign and admission controllers built on it verify the
+    digest the tag names, which for a multi-platform tag is the index's. (skopeo / podman policies check each
+    platform's image instead: docs/trust.md.)"""
     if key is None:
         return
     repo_text, tag = split_ref(ref)
