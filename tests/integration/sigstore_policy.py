@@ -6,8 +6,9 @@ sigstore disabled"); Debian 13's skopeo 1.18 verifies sigstore signatures. Where
 scripts/services makes a Debian 13 chroot holding skopeo in $TORCHYARD_CI_DIR/skopeo-trixie, and the check runs
 that skopeo there (the registries on 127.0.0.1 are reached from the chroot as from the host).
 
-The copy goes to another repository of the same registry, so skopeo mounts the layers there instead of
-downloading them: the check costs the policy evaluation and a few requests, not the image's gigabytes.
+The copy goes to another tag of the same repository: every layer is already there (skopeo asks, and skips it),
+so the check costs the policy evaluation and a few requests, not the image's gigabytes (a copy to another
+repository of docker-registry 2.8 downloaded and uploaded them all).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def skopeo_version(root: Path) -> str:
 
 
 def policy_copy(ref: str, public: Path, creds: str) -> subprocess.CompletedProcess[str]:
-    """`skopeo copy docker://REF docker://REPO-verified:TAG` under a policy that rejects everything but images
-    of REF's repository signed with `public` (matchRepository: the signature names the repository)."""
+    """`skopeo copy docker://REPO:TAG docker://REPO:TAG-policy-checked` under a policy that rejects everything but
+    images of REF's repository signed with `public` (matchRepository: the signature names the repository)."""
     root = skopeo_root()
     name, _, tag = ref.rpartition(":")
     host = name.split("/", 1)[0]
@@ -62,7 +63,7 @@ def policy_copy(ref: str, public: Path, creds: str) -> subprocess.CompletedProce
         command = [
             "skopeo", "--policy", str(inside / "policy.json"), "--registries.d", str(inside / "registries.d"),
             "copy", "--remove-signatures", "--src-tls-verify=false", "--dest-tls-verify=false",
-            "--src-creds", creds, "--dest-creds", creds, f"docker://{ref}", f"docker://{name}-verified:{tag}",
+            "--src-creds", creds, "--dest-creds", creds, f"docker://{ref}", f"docker://{name}:{tag}-policy-checked",
         ]  # fmt: skip
         return _run(root, command)
 
