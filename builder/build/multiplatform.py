@@ -17,11 +17,14 @@ from dataclasses import dataclass, replace
 from builder.build.pipeline import BuildSettings, Outcome, build
 from builder.build.plan import Plan
 from builder.build.registry import Registry
-from builder.core.errors import BuildError, TorchyardError
+from builder.core.errors import BuildError, PushError, TorchyardError
 from builder.core.kinds import AliasStatus, Platform
 from builder.core.redact import redact
-from builder.engine import Engine
+from builder.engine import Engine, split_ref
+from builder.oci.refs import parse_repo
 from builder.render.tags import ImageTags, index_tag, member_tag
+from builder.trust import cosign
+from builder.trust.keys import SigningKey
 
 Log = Callable[[str], None]
 
@@ -61,10 +64,13 @@ def publish_index(
     content_hash: str,
     log: Log,
     failed: Mapping[Platform, str] | None = None,
+    *,
+    key: SigningKey | None = None,
 ) -> IndexResult:
-    """Write the index of `members` ({platform: member tag}) under the immutable tag, then under each alias.
-    A failed platform holds every tag of the set (nothing is written); refs already naming an index with this
-    content are left alone."""
+    """Write the index of `members` ({platform: member tag}) under the immutable tag, sign it with `key` (as
+    each platform's image is signed: builder/trust/cosign.py), then write it under each alias. A failed
+    platform holds every tag of the set (nothing is written); refs already naming an index with this content
+    are left alone, but an unsigned one is signed (a rerun finishes what a refused signature upload left)."""
     ref = f"{repo}:{tags.immutable}"
     if failed:
         reason = "; ".join(f"{p.value} failed: {why}" for p, why in failed.items())
@@ -74,6 +80,7 @@ def publish_index(
     try:
         current = [r for r in refs if registry.index_content(r) == content_hash]
         if len(current) == len(refs):
+            _sign_index(registry, ref, key, log)
             log(f"SKIP  {ref}: the index and its aliases already name this content")
             return IndexResult(tags.immutable, AliasStatus.UNCHANGED, aliases=list(tags.aliases))
         digests = _member_digests(registry, repo, members)
@@ -82,10 +89,27 @@ def publish_index(
             if target not in current:
                 written = registry.put_index(target, digests, content_hash)
                 log(f"INDEX {target} -> {', '.join(p for p in digests)} ({written})")
+            if target == ref:  # signed before any alias names it
+                _sign_index(registry, ref, key, log)
     except TorchyardError as exc:
         log(redact(f"FAIL  index {ref}: {exc}"))
         return IndexResult(tags.immutable, AliasStatus.HELD, reason=redact(str(exc)))
     return IndexResult(tags.immutable, AliasStatus.MOVED, written, members=digests, aliases=list(tags.aliases))
+
+
+def _sign_index(registry: Registry, ref: str, key: SigningKey | None, log: Log) -> None:
+    """A cosign signature of the index's own digest: cosign and admission controllers built on it verify the
+    digest the tag names, which for a multi-platform tag is the index's. (skopeo / podman policies check each
+    platform's image instead: docs/trust.md.)"""
+    if key is None:
+        return
+    repo_text, tag = split_ref(ref)
+    repo = parse_repo(repo_text)
+    index = registry.client.manifest(repo, tag)
+    if index is None or not index.is_index:
+        raise PushError(f"{ref}: the registry holds no index under this tag to sign")
+    if cosign.sign(registry.client, repo, index.digest, key):
+        log(f"SIGN  {ref} ({index.digest})")
 
 
 def _member_digests(registry: Registry, repo: str, members: Mapping[Platform, str]) -> dict[str, str]:
@@ -140,5 +164,6 @@ def build_platforms(
                    for p in plans}  # fmt: skip
         content = combined_hash({p.combination.platform: p.content_hash for p in plans})
         shown = tags if settings.aliases else ImageTags(tags.immutable, ())
-        run.indexes.append(publish_index(registry, settings.repo, shown, members, content, log, run.failed))
+        key = settings.trust.key if settings.trust is not None else None
+        run.indexes.append(publish_index(registry, settings.repo, shown, members, content, log, run.failed, key=key))
     return run

@@ -240,7 +240,10 @@ def _write_indexes(
         problems = {m.item.combo.platform: _member_problem(m, results, registry, settings.repo) for m in index.members}
         failed = {p: why for p, why in problems.items() if why}
         immutable = ImageTags(index.tags.immutable, ())
-        found.append(publish_index(registry, settings.repo, immutable, members, index.content_hash, log, failed))
+        key = settings.trust.key if settings.trust is not None else None
+        found.append(
+            publish_index(registry, settings.repo, immutable, members, index.content_hash, log, failed, key=key)
+        )
     return found
 
 

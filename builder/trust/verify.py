@@ -2,7 +2,8 @@
 and a provenance statement about exactly its digest (each signed too)? Read from the registry only.
 
 Each image is checked by its manifest digest: a copy with one label changed has another digest, so neither the
-signature nor the attachments of the original count for it. For an index, every platform's image is checked.
+signature nor the attachments of the original count for it. For an index, its own signature (of the index
+digest: a changed member list is another index) and then every platform's image.
 Without --key the signatures cannot be checked: they are "not checked", and the answer is CANNOT TELL (6).
 """
 
@@ -26,7 +27,7 @@ PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 @dataclass(frozen=True)
 class Check:
     digest: str
-    name: str  # signature | sbom | provenance | sbom signature | provenance signature
+    name: str  # signature | sbom | provenance | sbom signature | provenance signature | index signature
     status: str
     detail: str = ""
 
@@ -54,7 +55,10 @@ def verify_image(client: Distribution, ref: ImageRef, key: ec.EllipticCurvePubli
     if found is None:
         raise PushError(f"{ref}: the registry holds no such image")
     verdict = Verdict(str(ref))
-    digests = [str(e["digest"]) for e in found.entries()] if found.is_index else [found.digest]
+    digests = [found.digest]
+    if found.is_index:  # the index is signed itself, and each platform's image is checked as a single one
+        verdict.checks.append(_signature(client, ref.repo, found.digest, found.digest, key, "index signature"))
+        digests = [str(e["digest"]) for e in found.entries()]
     for digest in digests:
         _check_image(client, ref.repo, digest, key, verdict)
     return verdict

@@ -2,24 +2,30 @@
 family image (wheels of a few hundred KB from a local index: the whole exported set is installed), and on the
 e2e runtime image (the real CUDA 13 torch).
 
-Installing the exported set in full downloads some 4 GB (torch and the CUDA 13 libraries), so the test splits
-what it proves: pip, asked to resolve the exported pins afresh from PyPI (`--dry-run --report`: metadata only),
-chooses exactly the files the lock names (same sha256) and nothing more; and the distributions under 3 MB are
-really installed from requirements.txt with `--require-hashes` into a fresh venv, whose `pip freeze` is then
-the image's for those distributions.
+Installing the exported set in full writes some 6 GB (torch and the CUDA 13 libraries), so the test splits what it
+proves: pip, asked to resolve the exported pins afresh from PyPI (`--dry-run --report`), chooses exactly the files
+the lock names (same sha256) and nothing more; and the distributions under 3 MB are really installed from
+requirements.txt with `--require-hashes` into a fresh venv, whose `pip freeze` is then the image's for those
+distributions. (The dry run still downloads the wheels, about 2 min here: PyPI's PEP 658 metadata files are not
+served on this network, so pip reads each wheel for its dependencies.)
+
+On the e2e image, `pip freeze` names the extension built in the image as `addone @ file:///tmp/wheels/...` (a direct
+install): it is neither pinned (built after the pins) nor locked (on no index).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+import tomllib
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import E2E
+from conftest import E2E, HOST_CA
 from index_server import Index, serving
 from kit import docker, torchyard
 from layer_kit import Built, build, family_index
@@ -45,8 +51,16 @@ def _freeze(ref: str) -> set[str]:
 
 
 def _normal(line: str) -> str:
+    """name==version with the name canonical; a direct install (`addone @ file:///...`) keeps its URL."""
+    if " @ " in line:
+        name, _, url = line.strip().partition(" @ ")
+        return f"{re.sub(r'[-_.]+', '-', name).lower()} @ {url}"
     name, _, version = line.strip().partition("==")
     return f"{re.sub(r'[-_.]+', '-', name).lower()}=={version}"
+
+
+def _name(line: str) -> str:
+    return re.split(r"==| @ ", line, maxsplit=1)[0]
 
 
 RUN = uuid.uuid4().hex[:8]
@@ -106,3 +120,84 @@ def test_a_conflicting_pip_install_names_the_image_constraints(e2e: E2E) -> None
     assert lifted.returncode == 1 and "(constraint)" not in lifted.stdout + lifted.stderr  # no index, no torch
     env = _in_image(ref, "sh", "-c", 'echo "$PIP_CONSTRAINT $UV_CONSTRAINT"').stdout.split()
     assert env == [CONSTRAINTS, CONSTRAINTS]
+
+
+def test_the_constraints_pin_everything_the_image_installed_but_the_installers(e2e: E2E) -> None:
+    ref = e2e.ref("runtime")
+    pinned = _in_image(ref, "cat", CONSTRAINTS).stdout
+    lines = {line for line in pinned.splitlines() if line and not line.startswith("#")}
+    installed = {line for line in _freeze(ref) if _name(line) not in ("pip", "setuptools", "wheel")}
+    assert lines == {line for line in installed if _name(line) != "addone"}  # built after the pins
+    assert {line for line in installed if _name(line) == "addone"} != set()  # (freeze: `addone @ file://...`)
+    assert "torch==2.14.1" in lines and any(line.startswith("nvidia-cudnn-cu13==") for line in lines)
+
+
+def test_lock_export_reproduces_the_image_pip_freeze(e2e: E2E, tmp_path: Path) -> None:
+    ref = e2e.ref("runtime")
+    out = tmp_path / "lock"
+    run = torchyard("lock", "export", ref, "-o", str(out))
+    assert run.code == 0, run.text[-3000:]
+    lock = tomllib.loads((out / "pylock.toml").read_text())
+    locked = {p["name"]: p for p in lock["packages"]}
+    left = {x["name"] for x in lock["tool"]["torchyard"]["left-out"]}
+    assert left == {"addone"}  # built in the image from examples/addone: on no index
+    freeze = _freeze(ref)
+    assert {f"{name}=={p['version']}" for name, p in locked.items()} == {
+        line for line in freeze if _name(line) != "addone"
+    }
+    assert "torchaudio" in locked  # its PyPI wheel records a linux_x86_64 tag (docs/lock.md)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "pip"), "--isolated", "--disable-pip-version-check", "--cert", str(HOST_CA)]
+    _pip_chooses_the_locked_files(pip, lock, locked, tmp_path)
+    _small_ones_install_with_their_hashes(pip, venv, out, locked, freeze)
+
+
+def _pip_chooses_the_locked_files(pip: list[str], lock: dict, locked: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+    report = tmp_path / "report.json"
+    indexes = sorted({p["index"] for p in lock["packages"]})
+    flags = ["--index-url", indexes[0], *[f for i in indexes[1:] for f in ("--extra-index-url", i)]]
+    pins = [f"{name}=={p['version']}" for name, p in locked.items()]
+    done = subprocess.run(
+        [*pip, "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), *flags, *pins],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    chosen = {
+        _normal(f"{item['metadata']['name']}==").split("==")[0]: item["download_info"]["archive_info"]["hashes"][
+            "sha256"
+        ]
+        for item in json.loads(report.read_text())["install"]
+    }
+    assert chosen == {name: p["wheels"][0]["hashes"]["sha256"] for name, p in locked.items()}
+
+
+def _small_ones_install_with_their_hashes(
+    pip: list[str],
+    venv: Path,
+    out: Path,
+    locked: dict,  # type: ignore[type-arg]
+    freeze: set[str],
+) -> None:
+    small = {name for name, p in locked.items() if p["wheels"][0]["size"] < SMALL and name not in ("pip",)}
+    assert len(small) >= 5, small
+    text = (out / "requirements.txt").read_text()
+    kept = [block for block in text.split("\n") if block.startswith("--")]  # the index lines
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.split("==")[0] in small:
+            kept += [line, lines[i + 1]]
+    subset = out / "small.txt"
+    subset.write_text("\n".join(kept) + "\n")
+    done = subprocess.run(
+        [*pip, "install", "--require-hashes", "--no-deps", "--quiet", "-r", str(subset)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    fresh = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--all"], capture_output=True, text=True, check=True)
+    got = {_normal(line) for line in fresh.stdout.splitlines() if _name(_normal(line)) in small}
+    assert got == {line for line in freeze if _name(line) in small}

@@ -1,7 +1,8 @@
 """Issue 19 in the docker tier: the e2e runtime image signed with a test key, its SBOM and provenance attached
 in the real registry (docker-registry 2.8: no referrers API, so the sha256-<hex> tag fallback), read back by
-digest and compared with what is in the image; verify-image and the standard-tool check (skopeo, jq, openssl:
-scripts/verify-signature) accept it and refuse a tampered copy pushed under the same tag and an unsigned image.
+digest and compared with what is in the image; verify-image, the standard-tool check (skopeo, jq, openssl:
+scripts/verify-signature) and skopeo under a sigstoreSigned policy (Debian 13's skopeo: sigstore_policy.py)
+accept it and refuse a tampered copy pushed under the same tag and an unsigned image.
 
 The images are the e2e fixture's: the build here finds the runtime up to date in the registry (no build, no
 push) and only attests it, which is also what a rerun after a refused upload does.
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import E2E, RUN_ID
 from kit import AUTH_USER, ROOT, Run, docker, registry_password, torchyard
+from sigstore_policy import policy_copy
 
 from builder.engine import DockerEngine, RegistryAuth
 from builder.oci.client import Distribution, Manifest
@@ -83,12 +85,19 @@ def test_verify_image_and_the_standard_tools_accept_the_signed_image(signed: Sig
     assert [line.split()[0] for line in run.out.splitlines()[:-1]] == ["passed"] * 5
     plain = _standard(signed.ref, signed.public)
     assert plain.returncode == 0 and plain.stdout.startswith(f"VERIFIED {signed.ref}: sha256:"), plain.stdout
+    policy = _policy(signed.ref, signed.public)
+    assert policy.returncode == 0 and "Writing manifest to image destination" in policy.stdout, policy.stderr
 
 
 def _standard(ref: str, public: Path) -> subprocess.CompletedProcess[str]:
     creds = f"{AUTH_USER}:{registry_password()}"
     command = [str(ROOT / "scripts" / "verify-signature"), ref, str(public), "--tls-verify=false", "--creds", creds]
     return subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+
+
+def _policy(ref: str, public: Path) -> subprocess.CompletedProcess[str]:
+    """skopeo under a sigstoreSigned policy (Debian 13's skopeo where the host's is Debian 12's: sigstore_policy)."""
+    return policy_copy(ref, public, f"{AUTH_USER}:{registry_password()}")
 
 
 def _manifest(ref: str) -> Manifest:
@@ -154,12 +163,18 @@ def test_a_tampered_copy_under_the_same_tag_and_an_unsigned_image_are_refused(
         assert refused.code == 4 and "a copy under another digest" in refused.err, refused.text
         plain = _standard(tag, signed.public)
         assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {tag}: no signature by"), plain.stdout
+        policy = _policy(tag, signed.public)
+        refused_copy = f"Source image rejected: Signature for digest {original.digest} does not match"
+        assert policy.returncode == 1 and refused_copy in policy.stderr, policy.stderr
     finally:
         docker("rmi", tag)
     unsigned = _verify(e2e.ref("devel"), signed)
     assert unsigned.code == 4 and ": refused: signature of sha256:" in unsigned.err and "no signature" in unsigned.err
     plain = _standard(e2e.ref("devel"), signed.public)
     assert plain.returncode == 1 and plain.stdout.startswith(f"REFUSED {e2e.ref('devel')}: no signature for sha256:")
+    policy = _policy(e2e.ref("devel"), signed.public)
+    unsigned_refused = "Source image rejected: A signature was required, but no signature exists"
+    assert policy.returncode == 1 and unsigned_refused in policy.stderr, policy.stderr
 
 
 def _verify(ref: str, signed: Signed) -> Run:

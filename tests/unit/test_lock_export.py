@@ -15,6 +15,7 @@ import pytest
 from fake_engine import FakeEngine
 from http_kit import Net, json_answer
 from packaging.requirements import Requirement
+from upstream_kit import build_wheel, serve_range
 
 from builder.build.image_set import ImageSet
 from builder.cli.main import main
@@ -219,6 +220,44 @@ def test_a_wheel_built_in_the_image_from_source_is_locked_as_the_sdist() -> None
     )
     found = locate(net.http(), _dist("antlr4-python3-runtime", "4.9.3"), (PYPI,))
     assert isinstance(found, Locked) and found.artifact.filename.endswith("4.9.3.tar.gz") and not found.is_wheel
+
+
+def _renamed_wheels(net: Net, *extra: dict[str, Any]) -> None:
+    """torchaudio 2.11.1 as on PyPI: ...-py3-none-manylinux_2_28_x86_64.whl whose WHEEL says py3-none-linux_x86_64;
+    beside it a wheel whose WHEEL agrees with its name (manylinux_2_17), and another machine's."""
+    served = {}
+    for filename, tag in (
+        ("torchaudio-2.11.1-py3-none-manylinux_2_17_x86_64.whl", "py3-none-manylinux_2_17_x86_64"),
+        ("torchaudio-2.11.1-py3-none-manylinux_2_28_x86_64.whl", "py3-none-linux_x86_64"),
+        ("torchaudio-2.11.1-py3-none-manylinux_2_28_aarch64.whl", "py3-none-linux_aarch64"),
+    ):
+        wheel = f"Wheel-Version: 1.0\nGenerator: setuptools (84.0.0)\nRoot-Is-Purelib: false\nTag: {tag}\n"
+        served[f"https://files.example/{filename}"] = build_wheel(filename, "Name: torchaudio\n", wheel=wheel)
+    net.on(lambda sent: serve_range(sent, served[sent.url]) if sent.url in served else None)
+    names = sorted(u.rsplit("/", 1)[1] for u in served)
+    _pypi(net, "torchaudio", *[_file(n, SHA["abc"[i]]) for i, n in enumerate(names)], *extra)
+
+
+def test_a_wheel_renamed_after_its_build_is_found_by_the_tags_its_own_wheel_file_records() -> None:
+    net = Net()
+    _renamed_wheels(net)
+    found = locate(net.http(), _dist("torchaudio", "2.11.1", ("py3-none-linux_x86_64",)), (PYPI,))
+    assert isinstance(found, Locked)
+    assert found.artifact.filename == "torchaudio-2.11.1-py3-none-manylinux_2_28_x86_64.whl"
+    assert all("aarch64" not in url for url in net.urls())  # only this machine's wheels are opened
+    found = locate(net.http(), _dist("torchaudio", "2.11.1", ("py3-none-linux_aarch64",)), (PYPI,))
+    assert isinstance(found, Locked) and found.artifact.filename.endswith("manylinux_2_28_aarch64.whl")
+
+
+def test_a_wheel_whose_own_tags_differ_is_not_claimed_for_a_linux_tag_and_the_sdist_stands_in() -> None:
+    net = Net()
+    _renamed_wheels(net)
+    found = locate(net.http(), _dist("torchaudio", "2.11.1", ("cp311-cp311-linux_x86_64",)), (PYPI,))
+    assert isinstance(found, Left) and "cp311-cp311-linux_x86_64" in found.why  # built here: no file says so
+    net = Net()
+    _renamed_wheels(net, _file("torchaudio-2.11.1.tar.gz", SHA["d"]))
+    found = locate(net.http(), _dist("torchaudio", "2.11.1", ("cp311-cp311-linux_x86_64",)), (PYPI,))
+    assert isinstance(found, Locked) and found.artifact.filename == "torchaudio-2.11.1.tar.gz"
 
 
 def test_a_file_without_a_hash_or_yanked_is_not_taken_and_a_local_install_asks_no_index() -> None:

@@ -35,8 +35,15 @@ def recorded_metadata(project: str, version: str) -> str:
     return (DATA / f"{project}-{version}.METADATA").read_text()
 
 
-def build_wheel(filename: str, metadata: str, *, payload: int = 4096, dist_info_first: bool = False) -> bytes:
-    """A real wheel file (zip) with this METADATA, some incompressible payload and a RECORD."""
+def build_wheel(
+    filename: str,
+    metadata: str,
+    *,
+    payload: int = 4096,
+    dist_info_first: bool = False,
+    wheel: str = "Wheel-Version: 1.0\n",
+) -> bytes:
+    """A real wheel file (zip) with this METADATA (and WHEEL), some incompressible payload and a RECORD."""
     name, version = filename.split("-")[:2]
     dist = f"{name}-{version}.dist-info"
     noise = random.Random(filename).randbytes(payload)  # incompressible, and the same in every run
@@ -44,13 +51,13 @@ def build_wheel(filename: str, metadata: str, *, payload: int = 4096, dist_info_
     if name == "torch":  # what torch.__version__ says: PyPI's aarch64 CPU wheels carry no local part
         local = "" if "aarch64" in filename or "+" in version else "+cu124"
         members.append(("torch/version.py", f"__version__ = '{version}{local}'\n".encode()))
-    meta = [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", b"Wheel-Version: 1.0\n")]
+    meta = [(f"{dist}/METADATA", metadata.encode()), (f"{dist}/WHEEL", wheel.encode())]
     ordered = meta + members if dist_info_first else members + meta
     buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as wheel:
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
         for member, data in ordered:
-            wheel.writestr(member, data)
-        wheel.writestr(f"{dist}/RECORD", "".join(f"{m},,\n" for m, _ in ordered))
+            archive.writestr(member, data)
+        archive.writestr(f"{dist}/RECORD", "".join(f"{m},,\n" for m, _ in ordered))
     return buffer.getvalue()
 
 
