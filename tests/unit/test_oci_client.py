@@ -363,9 +363,9 @@ def test_a_mount_refused_opens_the_upload_a_large_blob_is_sent_into_in_chunks() 
     assert registry.blobs["team/torch", digest_of(data)] == data and net.urls("POST") == [net.sent[0].url]
 
 
-def test_a_copy_of_an_empty_blob_moves_no_bytes() -> None:
+def test_a_copy_counts_the_bytes_that_came_not_the_size_its_descriptor_claims() -> None:
     _, dist = _copy(Answer(200, b""), digest_of(b""))
-    assert dist.copy_blob(OTHER, REPO, {"digest": digest_of(b""), "size": 0}, f"{BASE}/blobs/uploads/s") == 0
+    assert dist.copy_blob(OTHER, REPO, {"digest": digest_of(b""), "size": 7}, f"{BASE}/blobs/uploads/s") == 0
 
 
 def test_a_blob_larger_than_the_memory_limit_is_held_on_disk_while_it_is_copied(
