@@ -266,10 +266,13 @@ def test_reads_and_a_mount_ask_for_a_token_with_the_scopes_they_need() -> None:
     assert [s.headers.get("Accept") for s in net.sent if "/referrers/" in s.url][-1] == OCI_INDEX
     assert dist.mount(mirror, REPO, digest_of(b"sbom")) is None
     assert registry.mounts == [("mirror/torch", "team/torch", digest_of(b"sbom"))]
+    assert dist.upload(REPO, b"layer") == digest_of(b"layer")
+    assert dist.put_manifest(REPO, "t", MANIFEST, OCI_MANIFEST) == digest_of(MANIFEST)
     assert scoped.asked == [
         ("repository:mirror/torch:pull",),
         ("repository:team/torch:pull",),
         ("repository:team/torch:pull,push", "repository:mirror/torch:pull"),
+        ("repository:team/torch:pull,push",),  # the upload's start, its end and the manifest: one token
     ]
 
 
@@ -290,7 +293,7 @@ def test_a_chunked_upload_that_loses_a_connection_uses_one_push_token_throughout
 
 
 def test_refusals_of_reads_and_writes_say_which_it_was() -> None:
-    net = Net().on(lambda sent: Answer(403, b""))
+    net = Net().on(lambda sent: Answer(403, b"", {"Content-Type": OCI_INDEX}))
     dist = Distribution(net.http(Policy(retries=0, workers=1)), uploads=UploadPolicy(chunk=256))
     mirror = parse_repo("127.0.0.1:5000/mirror/torch")
     for call, what in [
@@ -299,6 +302,8 @@ def test_refusals_of_reads_and_writes_say_which_it_was() -> None:
         (lambda: dist.mount(mirror, REPO, "sha256:1"), "write"),
         (lambda: dist.upload_file(REPO, io.BytesIO(b"x" * 600), digest_of(b"x" * 600), 600), "write"),  # chunked
         (lambda: dist.upload(REPO, b"x"), "write"),
+        (lambda: dist.upload(REPO, b"x", location=f"{BASE}/blobs/uploads/s"), "write"),  # its closing PUT
+        (lambda: dist.referrers(REPO, "sha256:1"), "read"),
     ]:
         assert refused(call).startswith(f"registry 127.0.0.1:5000 refused to {what} team/torch (HTTP 403): ")
 
@@ -394,3 +399,9 @@ def test_a_request_budget_spent_while_a_blob_is_copied_is_named() -> None:
     assert refused(lambda: dist.copy_blob(OTHER, REPO, {"digest": digest}, None)) == (
         "registry 127.0.0.1:5001 is unreachable: request budget spent: 1 requests (raise it with --max-requests)"
     )
+
+
+def test_a_manifest_that_names_no_media_type_anywhere_has_none() -> None:
+    net = Net().route("GET", f"{BASE}/manifests/a", Answer(200, MANIFEST))
+    found = client(net).manifest(REPO, "a")
+    assert found is not None and found.media_type == ""
