@@ -405,3 +405,42 @@ def test_a_manifest_that_names_no_media_type_anywhere_has_none() -> None:
     net = Net().route("GET", f"{BASE}/manifests/a", Answer(200, MANIFEST))
     found = client(net).manifest(REPO, "a")
     assert found is not None and found.media_type == ""
+
+
+def test_a_request_answered_401_is_sent_again_whole_with_the_token() -> None:
+    """The first request to a scope is refused for want of a token; its retry carries the same body, query and
+    cache use: a manifest PUT keeps its bytes, a mount its source, a cached read is stored."""
+    net = Net()
+    registry = MemoryRegistry(REPO.host)
+    ScopedRegistry(net, registry)
+    registry.blobs["mirror/torch", digest_of(b"l")] = b"l"
+    dist = client(net)
+    assert dist.put_manifest(REPO, "t", MANIFEST, OCI_MANIFEST) == digest_of(MANIFEST)
+    assert registry.manifests["team/torch", "t"][0] == MANIFEST
+    assert dist.mount(parse_repo("127.0.0.1:5000/mirror/torch"), REPO, digest_of(b"l")) is None
+
+
+def test_a_read_answered_401_then_200_is_cached(tmp_path: Path) -> None:
+    net = Net()
+    registry = MemoryRegistry(REPO.host)
+    ScopedRegistry(net, registry)
+    registry.manifests["team/torch", digest_of(MANIFEST)] = (MANIFEST, OCI_MANIFEST)
+    dist = client(net, DiskCache(tmp_path, max_age=0))
+    for _ in range(2):
+        assert dist.manifest(REPO, digest_of(MANIFEST), cache=True) is not None
+    assert [s.bearer is None for s in net.sent if "/manifests/" in s.url] == [True, False]
+
+
+def test_a_403_with_a_bearer_challenge_is_a_refusal_not_a_token_request() -> None:
+    challenge = 'Bearer realm="https://auth.example/token",error="insufficient_scope"'
+    net = Net().on(lambda sent: Answer(403, b"", {"WWW-Authenticate": challenge}))
+    assert refused(lambda: client(net).manifest(REPO, "x")).startswith("registry 127.0.0.1:5000 refused to read")
+    assert [s.url for s in net.sent if "auth.example" in s.url] == []
+
+
+def test_a_spent_request_budget_is_named_as_such() -> None:
+    net = Net().on(lambda sent: Answer(200, MANIFEST))
+    dist = Distribution(net.http(Policy(retries=0, connect_retries=0, workers=1, budget=0)))
+    assert refused(lambda: dist.manifest(REPO, "x")) == (
+        "registry 127.0.0.1:5000 is unreachable: request budget spent: 0 requests (raise it with --max-requests)"
+    )

@@ -213,3 +213,20 @@ def test_a_platform_with_a_variant_keeps_it_and_arm64_v8_is_arm64() -> None:
 def test_a_config_that_names_no_os_or_architecture_reads_as_an_empty_part() -> None:
     assert platform_of({"architecture": "amd64"}) == "/amd64"
     assert platform_of({"os": "linux"}) == "linux/"
+
+
+# --- references --------------------------------------------------------------------------------------------
+
+
+def test_a_reference_prints_as_it_was_given() -> None:
+    digest = "sha256:" + "a" * 64
+    for text in (f"{HOST}/team/img@{digest}", f"{HOST}/team/img:t@{digest}", f"{HOST}/team/img:t", f"{HOST}/team/img"):
+        assert str(parse_ref(text)) == text
+
+
+def test_a_name_without_a_tag_is_not_cut_and_a_colon_before_the_last_slash_is_not_a_tag() -> None:
+    plain = parse_ref("debian")
+    assert (plain.repo.name, plain.tag) == ("library/debian", None)
+    with pytest.raises(UsageError) as raised:
+        parse_ref("team/img:x/y")
+    assert str(raised.value) == "image 'team/img:x/y': bad repository name 'team/img:x/y'"
