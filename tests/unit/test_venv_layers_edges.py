@@ -46,6 +46,13 @@ def test_a_pins_group_of_a_distribution_not_installed_is_empty() -> None:
     assert vl.choose(plan, dists(x=["y==1"], y=[])) == {"p": [], "r": ["x", "y"]}
 
 
+def test_a_closure_goes_on_past_a_distribution_reached_twice() -> None:
+    """a pins b, which the group matched too: b is reached twice before what b pins is."""
+    found = dists(a=["b==1"], b=["x==1"], x=[])
+    plan = {"groups": [{"name": "g", "select": "dist", "match": "a|b"}, {"name": "r", "select": "rest"}]}
+    assert vl.choose(plan, found) == {"g": ["a", "b", "x"], "r": []}
+
+
 def test_what_an_earlier_group_took_is_not_taken_again_by_a_later_closure() -> None:
     found = dists(a=["b==1"], b=["d==2"], d=[], e=[])
     plan = {
