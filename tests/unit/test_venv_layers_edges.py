@@ -169,7 +169,7 @@ def test_each_layer_s_entry_counts_the_files_it_holds_not_the_ones_its_record_na
     )
     by_name = {layer["name"]: layer for layer in made["layers"]}
     assert [layer["group"] for layer in made["layers"]] == [
-        group for _, group in layer_plan(combination(CU130)).slots()
+        group.name for _, group in layer_plan(combination(CU130)).slots()
     ]
     assert by_name["venv"]["files"] == 3  # bin/python, lib64, pyvenv.cfg
     assert by_name["torch"]["files"] == 6  # __init__.py, its pyc, lib.so, bin/torchrun, METADATA, RECORD
