@@ -5,6 +5,7 @@ absent, and what the layer trees keep (directory modes) and lose (owners, times)
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import os
@@ -116,13 +117,26 @@ def test_a_record_with_a_blank_line_and_a_dist_info_without_one_are_read(tmp_pat
     assert found["b"].files == [str(site / "b-2.0.dist-info" / "METADATA")]
 
 
+def test_a_record_path_with_a_line_break_in_it_is_read_whole(tmp_path: Path) -> None:
+    """RECORD is CSV: a quoted path may hold a carriage return and a line feed (read with newline="")."""
+    site = tmp_path / "site"
+    (site / "a-1.0.dist-info").mkdir(parents=True)
+    (site / "a-1.0.dist-info" / "METADATA").write_text("Name: a\nVersion: 1.0\n")
+    odd = site / "a" / "odd\r\nname.txt"
+    odd.parent.mkdir()
+    odd.write_text("")
+    with open(site / "a-1.0.dist-info" / "RECORD", "w", newline="") as handle:
+        csv.writer(handle).writerow(["a/odd\r\nname.txt", "", ""])
+    assert str(odd) in vl.read_dists(str(site))["a"].files
+
+
 def test_a_module_s_bytecode_is_its_own_not_that_of_a_module_whose_name_it_begins(tmp_path: Path) -> None:
     """Single-module distributions (six.py, sixer.py) share site-packages/__pycache__."""
     cache = tmp_path / "__pycache__"
     cache.mkdir()
     for name in ("six.cpython-311.pyc", "six.cpython-311.opt-1.pyc", "sixer.cpython-311.pyc", "six.cpython-311.txt"):
         (cache / name).write_text("")
-    files = [str(tmp_path / "six.py"), str(tmp_path / "six.pyi"), str(tmp_path / "data" / "x.py")]
+    files = [str(tmp_path / "six.pyi"), str(tmp_path / "six.py"), str(tmp_path / "data" / "x.py")]
     assert vl._with_bytecode(files) == [
         *files,
         str(cache / "six.cpython-311.opt-1.pyc"),
