@@ -5,6 +5,7 @@ can fail named in one line, a token's lifetime, and whose credentials go along."
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -188,3 +189,18 @@ def test_a_docker_hub_login_is_found_under_the_index_docker_cli_writes(tmp_path:
     assert docker_login(DOCKER_HUB) == RegistryAuth("hub", "hubpw")
     assert docker_login(HOST) == AUTH
     assert docker_login("other.example") is None
+
+
+def test_a_login_whose_credential_helper_gives_no_secret_is_no_login(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A credential helper (credsStore) that knows the user but gives no secret: no basic credentials, as for an
+    identity token; the registry then says what it refuses."""
+    helper = tmp_path / "bin" / "docker-credential-blank"
+    helper.parent.mkdir()
+    helper.write_text('#!/bin/sh\necho \'{"ServerURL": "x", "Username": "me", "Secret": null}\'\n')
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{helper.parent}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "docker-config").mkdir()
+    (tmp_path / "docker-config" / "config.json").write_text(json.dumps({"credsStore": "blank"}))
+    assert docker_login(HOST) is None
