@@ -73,8 +73,8 @@ def pinned_name(requirement: str, operators: tuple[str, ...]) -> str | None:
     clauses = [c.strip() for c in found.group("spec").split(",") if c.strip()]
     if len(clauses) != 1:
         return None
-    operator = next((op for op in ("===", "==", "~=", "!=", "<=", ">=", "<", ">") if clauses[0].startswith(op)), "")
-    return canonical(found.group("name")) if operator in operators else None
+    # a clause that starts with one of `operators` uses it: no other operator starts with "==", "===" or "~="
+    return canonical(found.group("name")) if clauses[0].startswith(operators) else None
 
 
 def site_packages(venv: str) -> str:

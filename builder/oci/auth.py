@@ -92,7 +92,9 @@ class Authenticator:
         return True
 
     def _fetch(self, host: str, scopes: tuple[str, ...], challenge: Challenge) -> tuple[str, float]:
-        realm = challenge.params.get("realm", "")
+        realm = challenge.params.get("realm")
+        if not realm:  # else requests would be asked for "" and the user told of a MissingSchema
+            raise PushError(f"registry {host} asked for a token without naming a token service (no realm)")
         params: dict[str, str | list[str]] = {}
         if "service" in challenge.params:
             params["service"] = challenge.params["service"]

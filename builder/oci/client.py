@@ -220,7 +220,7 @@ class Distribution:
     def copy_blob(self, source: RepoRef, target: RepoRef, descriptor: Mapping[str, Any], location: str | None) -> int:
         """Copy a blob between registries (no mount possible): streamed through a temporary file above
         BIG_BLOB bytes. Returns the bytes moved."""
-        digest, size = str(descriptor["digest"]), int(descriptor.get("size") or 0)
+        digest = str(descriptor["digest"])
         with tempfile.SpooledTemporaryFile(max_size=BIG_BLOB) as spool:
             hasher = hashlib.sha256()
             try:
@@ -237,7 +237,7 @@ class Distribution:
             moved = spool.tell()
             self.http.counters.add(bytes=moved)
             self.upload_file(target, spool, digest, moved, location)
-        return moved or size
+        return moved  # what came, not what the descriptor says: a copy checks the digest, not the size
 
     # --- internals ----------------------------------------------------------------------------------
 

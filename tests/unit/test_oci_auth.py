@@ -4,6 +4,8 @@ can fail named in one line, a token's lifetime, and whose credentials go along."
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from pathlib import Path
 
@@ -14,7 +16,8 @@ from http_kit import Answer, Net, json_answer
 from builder.core.errors import PushError
 from builder.engine import RegistryAuth
 from builder.net.http import Policy
-from builder.oci.auth import Authenticator, Challenge, parse_challenge
+from builder.oci.auth import Authenticator, Challenge, docker_login, parse_challenge
+from builder.oci.refs import DOCKER_HUB
 
 HOST = "registry.corp.example"
 REALM = "https://auth.corp.example/token"
@@ -135,3 +138,69 @@ def test_the_docker_login_is_looked_up_once_per_host(monkeypatch: pytest.MonkeyP
     assert looked == [HOST, "other.example"]
     assert Authenticator(Net().http(), AUTH).credentials(HOST) == ("ci", "pa55")
     assert looked == [HOST, "other.example"]
+
+
+def test_a_challenge_whose_values_or_separators_hold_spaces_keeps_its_scheme() -> None:
+    assert parse_challenge('Basic realm="Docker Registry"') == Challenge("basic", {"realm": "Docker Registry"})
+    assert parse_challenge(f'Bearer realm="{REALM}", service="{HOST}"') == Challenge(
+        "bearer", {"realm": REALM, "service": HOST}
+    )
+
+
+def test_the_token_is_asked_for_with_the_docker_login_of_the_registry_that_challenged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("builder.oci.auth.docker_login", lambda host: AUTH if host == HOST else None)
+    net = Net().on(lambda sent: json_answer({"token": "t"}))
+    auth = Authenticator(net.http(Policy(retries=0, connect_retries=0, workers=1)), None)
+    assert auth.answer(HOST, ("s",), bearer()) is True
+    assert net.sent[0].basic == "Y2k6cGE1NQ=="
+    assert auth.answer("other.example", ("s",), bearer()) is True
+    assert net.sent[1].basic is None
+
+
+def test_a_bearer_challenge_without_a_realm_is_one_line_naming_the_registry() -> None:
+    net = Net().on(lambda sent: json_answer({"token": "t"}))
+    with pytest.raises(PushError) as raised:
+        authenticator(net).answer(HOST, ("s",), Challenge("bearer", {"service": HOST}))
+    assert str(raised.value) == f"registry {HOST} asked for a token without naming a token service (no realm)"
+    assert net.sent == []
+
+
+def test_a_spent_request_budget_stops_the_token_request_with_its_own_words() -> None:
+    net = Net().on(lambda sent: json_answer({"token": "t"}))
+    spent = Authenticator(net.http(Policy(retries=0, connect_retries=0, workers=1, budget=0)), AUTH)
+    with pytest.raises(PushError) as raised:
+        spent.answer(HOST, ("s",), bearer())
+    assert str(raised.value) == (
+        f"token service {REALM} is unreachable: request budget spent: 0 requests (raise it with --max-requests)"
+    )
+
+
+def test_a_docker_hub_login_is_found_under_the_index_docker_cli_writes(tmp_path: Path) -> None:
+    """`docker login` (no host) stores Docker Hub's credentials under https://index.docker.io/v1/; the registry
+    host torchyard talks to is registry-1.docker.io. A login for another host is looked up by that host."""
+    (tmp_path / "docker-config").mkdir()
+    auths = {
+        "https://index.docker.io/v1/": {"auth": "aHViOmh1YnB3"},  # hub:hubpw
+        HOST: {"auth": "Y2k6cGE1NQ=="},  # ci:pa55
+    }
+    (tmp_path / "docker-config" / "config.json").write_text(json.dumps({"auths": auths}))
+    assert docker_login(DOCKER_HUB) == RegistryAuth("hub", "hubpw")
+    assert docker_login(HOST) == AUTH
+    assert docker_login("other.example") is None
+
+
+def test_a_login_whose_credential_helper_gives_no_secret_is_no_login(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A credential helper (credsStore) that knows the user but gives no secret: no basic credentials, as for an
+    identity token; the registry then says what it refuses."""
+    helper = tmp_path / "bin" / "docker-credential-blank"
+    helper.parent.mkdir()
+    helper.write_text('#!/bin/sh\necho \'{"ServerURL": "x", "Username": "me", "Secret": null}\'\n')
+    helper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{helper.parent}{os.pathsep}{os.environ['PATH']}")
+    (tmp_path / "docker-config").mkdir()
+    (tmp_path / "docker-config" / "config.json").write_text(json.dumps({"credsStore": "blank"}))
+    assert docker_login(HOST) is None
