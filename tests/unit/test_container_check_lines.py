@@ -38,6 +38,7 @@ CPU_DETAIL = "an 8x8 matmul matches plain Python"
 CPU_OK = {"ok": True, "detail": CPU_DETAIL}
 CUDA_IMAGE = {"torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": "9.13.0", "nccl": "2.27.7", "cpu": CPU_OK}
 H100 = "NVIDIA H100 80GB HBM3"
+CDI_SPEC = {"/etc/cdi/nvidia.yaml": "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n"}
 
 
 def doctor(system: FakeSystem, docker: dict[str, Any]) -> Diagnosis:
@@ -99,6 +100,13 @@ def test_a_container_without_the_gpus_names_the_flags_it_got_and_cuda_s_own_erro
     assert check.problems == [Problem("container-gpu", message, RUNTIME_FIX)]
     quiet = judge(gpus(), "img", "", answer(CUDA_IMAGE | {"cuda_available": False}))
     assert quiet.problems[0].message.endswith("started with --gpus all")
+
+
+def test_a_container_without_the_gpus_names_the_cdi_flags_it_got_where_the_engine_uses_cdi() -> None:
+    system = machine(H100X2_580, driver="580.65.06", toolkit=False, files=CDI_SPEC)
+    d = doctor(system, {"ServerVersion": "28.3.0", "Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi"]})
+    check = judge(d, "img", "", answer(CUDA_IMAGE | {"cuda_available": False}))
+    assert check.problems[0].message.endswith("started with --device nvidia.com/gpu=all")
 
 
 def test_each_wrong_gpu_a_missing_gpu_and_a_missing_nccl_are_problems_with_their_fixes() -> None:

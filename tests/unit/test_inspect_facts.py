@@ -4,6 +4,7 @@ registry's config. Written for the survivors of `bench/mutation.py host` (docs/m
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -237,3 +238,36 @@ def test_the_registry_is_read_with_inspect_s_timeout(monkeypatch: pytest.MonkeyP
     read_facts(FakeEngine({}), "127.0.0.1:5000/team/x:1", Remote())
     (http,) = made
     assert http.policy.timeout == 20  # type: ignore[attr-defined]
+
+
+def ours(manifest: bytes | None, labels: dict[str, str]) -> FakeEngine:
+    fake = FakeEngine({})
+    info = ImageInfo(id="sha256:o", labels={"io.torchyard.version": "0.1.0", **labels}, tags=("t:1",), digests=(),
+                     size=1, env=(f"NVIDIA_REQUIRE_CUDA={REQUIRE}",))  # fmt: skip
+    fake.images[info.id] = info
+    fake.tags["t:1"] = info.id
+    if manifest is not None:
+        fake.files[(info.id, "/etc/torchyard/manifest.json")] = manifest
+    return fake
+
+
+def test_a_torchyard_image_s_manifest_wins_over_its_labels_and_none_is_no_value() -> None:
+    manifest = {"id": "combo-m", "torch": "2.14.1+cpu", "cuda": "none", "cudnn": None, "nccl": "none",
+                "python": "3.12", "os": "debian12"}  # fmt: skip
+    labels = {"io.torchyard.combination": "combo-l", "io.torchyard.cuda": "13.0", "io.torchyard.python": "3.11"}
+    facts = read_facts(ours(json.dumps(manifest).encode(), labels), "t:1")
+    assert facts == ImageFacts(
+        image="t:1", platform="linux/amd64", source="torchyard labels and manifest", combination="combo-m",
+        torch="2.14.1+cpu", cuda=None, cudnn=None, nccl=None, python="3.12", os="debian12", sass=None, ptx=(),
+        require_cuda=REQUIRE,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("manifest", [None, b"not json", b"[1, 2]"])
+def test_without_a_readable_manifest_a_torchyard_image_is_read_from_its_labels(manifest: bytes | None) -> None:
+    values = {"torch": "2.14.1+cu130", "cuda": "13.0", "cudnn": "9.24.0", "nccl": "2.30.7", "python": "3.11"}
+    labels = {f"io.torchyard.{k}": v for k, v in (values | {"os": "d12"}).items()}
+    facts = read_facts(ours(manifest, labels | {"io.torchyard.combination": "combo-l"}), "t:1")
+    assert (facts.combination, facts.torch, facts.cuda, facts.cudnn, facts.nccl, facts.python, facts.os) == (
+        "combo-l", "2.14.1+cu130", "13.0", "9.24.0", "2.30.7", "3.11", "d12"
+    )  # fmt: skip
