@@ -23,6 +23,8 @@ from builder.matrix.model import Build, OSBase, TorchRelease, TorchVariant, Whee
 from builder.oci.client import Manifest
 from builder.oci.refs import RepoRef
 from builder.resolve.combos import Combination
+from builder.resolve.rules import Check
+from builder.resolve.rules.check import Missing, not_checked
 
 M = real()
 IMAGE = "example/nightly:1"
@@ -271,3 +273,31 @@ def test_without_a_readable_manifest_a_torchyard_image_is_read_from_its_labels(m
     assert (facts.combination, facts.torch, facts.cuda, facts.cudnn, facts.nccl, facts.python, facts.os) == (
         "combo-l", "2.14.1+cu130", "13.0", "9.24.0", "2.30.7", "3.11", "d12"
     )  # fmt: skip
+
+
+def test_an_unknown_torch_on_arm64_is_an_arm64_combination() -> None:
+    c = combination_of(M, read_facts(probed(NIGHTLY, platform="linux/arm64"), IMAGE))
+    assert c is not None and c.platform is Platform.ARM64 and c.variant.builds[0].platform is Platform.ARM64
+
+
+def test_an_image_of_another_platform_fails_the_platform_check_once() -> None:
+    facts = read_facts(probed(NIGHTLY), IMAGE)
+    checks = judge(M, facts, query(M, driver="570.124.06", gpu="H100", platform="linux/arm64"))
+    assert checks[0] == Check("platform", False, "the image is linux/amd64, the machine linux/arm64")
+    assert [c.rule for c in checks if not c.ok] == ["platform"]  # the rules judge the image on its own platform
+
+
+def test_an_image_without_a_readable_torch_is_one_failed_torch_check() -> None:
+    facts = ImageFacts(image=IMAGE, platform="linux/amd64", source="probe", combination=None, torch="nightly",
+                       cuda=None, cudnn=None, nccl=None, python=None, os=None, sass=None, ptx=(),
+                       require_cuda=None)  # fmt: skip
+    reason = f"no torch with a known version and platform in {IMAGE}"
+    assert judge(M, facts, query(M, driver="570.124.06", gpu="H100")) == [Check("torch", False, reason)]
+
+
+def test_an_image_read_only_from_its_registry_is_one_torch_check_not_read() -> None:
+    facts = read_facts(FakeEngine({}), "127.0.0.1:5000/team/x:1", Remote(client=Registry(_config({}))))  # type: ignore[arg-type]
+    assert facts.unread is not None
+    expected = not_checked("torch", f"not read without a pull ({facts.unread})", (), Missing.INPUT)
+    q = query(M, driver="570.124.06", gpu="H100", platform="linux/arm64")  # the config says arm64
+    assert judge(M, facts, q) == [expected]
