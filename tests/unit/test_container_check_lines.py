@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from host_kit import DOCKER_PLAIN, DOCKER_WITH_TOOLKIT, H100X2_580, FakeSystem, machine
+from host_kit import DOCKER_PLAIN, DOCKER_WITH_TOOLKIT, H100X2_580, SMI, SMI_BROKEN, FakeSystem, machine
 from matrix_kit import real
 
 import builder.host.container_check as cc
@@ -31,6 +31,7 @@ from builder.host.container_check import (
 from builder.host.doctor import Diagnosis, Problem, diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
+from builder.host.system import Ran
 from builder.resolve.query import RawQuery
 
 M = real()
@@ -80,6 +81,16 @@ def test_without_a_gpu_the_gpu_part_says_why_from_the_driver_reading() -> None:
     check = judge(no_gpu(), "img", "", answer({"torch": "2.13.0+cpu", "cpu": CPU_OK}))
     why = "no NVIDIA driver: nvidia-smi is not installed and no kernel module is loaded"
     assert check.gpu == Part(NOT_CHECKED, f"no GPU on this machine ({why})")
+
+
+def test_without_a_gpu_the_gpu_part_names_every_driver_problem_or_says_none_was_found() -> None:
+    broken = doctor(machine(SMI_BROKEN, smi_code=9, driver="580.65.06"), DOCKER_PLAIN)
+    check = judge(broken, "img", "", answer({"torch": "2.13.0+cpu", "cpu": CPU_OK}))
+    assert check.gpu.detail == f"no GPU on this machine ({'; '.join(broken.host.reading.problems)})"
+    assert len(broken.host.reading.problems) == 2
+    quiet = doctor(FakeSystem(commands={SMI: Ran(0, "")}), DOCKER_PLAIN)  # nvidia-smi lists nothing, no error
+    check = judge(quiet, "img", "", answer({"torch": "2.13.0+cpu", "cpu": CPU_OK}))
+    assert check.gpu.detail == "no GPU on this machine (no NVIDIA GPU found)"
 
 
 def test_a_cpu_build_on_a_gpu_machine_fails_the_gpu_part_and_names_the_fix() -> None:
@@ -177,8 +188,10 @@ class Engine:
     def __init__(self, here: bool, pull: Exception | None = None) -> None:
         self.here, self.pull_error = here, pull
         self.pulled: list[str] = []
+        self.asked: list[str] = []
 
     def inspect(self, ref: str) -> ImageInfo | None:
+        self.asked.append(ref)
         if self.pull_error is not None and isinstance(self.pull_error, EngineError):
             raise self.pull_error
         return ImageInfo(id="sha256:i", labels={}, tags=(ref,), digests=(), size=1) if self.here else None
@@ -207,7 +220,8 @@ def test_an_image_without_python3_is_probed_again_with_python(monkeypatch: pytes
     runs = Runs(Exited(127, "exec: python3 not found"), answer({"torch": "2.13.0+cpu", "cpu": CPU_OK}))
     monkeypatch.setattr(cc, "run_container", runs)
     check = check_here(no_gpu(), "img", Engine(here=True), "1000:1000", 30, pull=False)
-    assert [s.command[0] for s in runs.specs] == ["python3", "python"]
+    assert [(s.command[0], s.user) for s in runs.specs] == [("python3", "1000:1000"), ("python", "1000:1000")]
+    assert check.image == "img"
     assert check.cpu.status == PASSED
     assert check.command.startswith("docker run --rm --name torchyard-check-")
     assert check.command.endswith(" --user 1000:1000 -e HOME=/tmp img python -c <builder/smoke/runtime_probe.py>")
@@ -250,7 +264,7 @@ def test_an_image_not_here_is_pulled_when_it_may_be_then_checked(monkeypatch: py
     monkeypatch.setattr(cc, "run_container", runs)
     engine = Engine(here=False)
     check = check_here(no_gpu(), "team/x:1", engine, None, 30, pull=True)
-    assert engine.pulled == ["team/x:1"] and check.cpu.status == PASSED
+    assert engine.asked == ["team/x:1"] and engine.pulled == ["team/x:1"] and check.cpu.status == PASSED
 
 
 def test_a_refused_pull_is_not_checked_with_the_registry_s_reason() -> None:

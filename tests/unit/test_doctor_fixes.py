@@ -62,3 +62,15 @@ def test_a_known_gpu_on_a_too_old_driver_is_told_every_rule_it_fails() -> None:
     assert [(p.check, p.fix) for p in d.problems[:3]] == [
         ("driver-gpu", DRIVER_GPU_FIX), ("driver-cuda", DRIVER_CUDA_FIX), ("gpu-image", "fix the problems above")
     ]  # fmt: skip
+
+
+PYTHON_37 = ("python-os", "debian12 offers Python 3.11, 3.10, 3.12, 3.13, 3.14, not 3.7", "see docs/troubleshooting.md")
+
+
+@pytest.mark.parametrize(
+    "system", [machine(None), machine("0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n", driver="535")]
+)
+def test_a_wish_no_image_meets_is_said_once_with_or_without_a_gpu(system: FakeSystem) -> None:
+    d = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(python="3.7"), "t")
+    assert d.recommended is None
+    assert [(p.check, p.message, p.fix) for p in d.problems if p.check not in ("shm", "gpu-image")] == [PYTHON_37]

@@ -46,13 +46,13 @@ class Nvml(types.ModuleType):
     def nvmlDeviceGetMigMode(self, handle: int) -> tuple[int, int]:
         if handle == 1:
             raise RuntimeError("NVMLError_NotSupported")
-        return (1, 1)
+        return (1, 0)  # (current, pending): MIG on now, off after the next reset
 
     def nvmlDeviceGetName(self, handle: int) -> Any:
         return b"NVIDIA H100 80GB HBM3" if handle == 0 else "NVIDIA L4"
 
     def nvmlDeviceGetMemoryInfo(self, handle: int) -> Any:
-        return types.SimpleNamespace(total=(81559 if handle == 0 else 23034) << 20)
+        return types.SimpleNamespace(total=((81559 if handle == 0 else 23034) << 20) + 4096)  # not whole MiB
 
 
 def test_without_nvidia_smi_nvml_lists_the_driver_and_every_gpu(monkeypatch: pytest.MonkeyPatch) -> None:

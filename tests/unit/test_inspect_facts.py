@@ -301,3 +301,49 @@ def test_an_image_read_only_from_its_registry_is_one_torch_check_not_read() -> N
     expected = not_checked("torch", f"not read without a pull ({facts.unread})", (), Missing.INPUT)
     q = query(M, driver="570.124.06", gpu="H100", platform="linux/arm64")  # the config says arm64
     assert judge(M, facts, q) == [expected]
+
+
+FOREIGN_251 = NIGHTLY | {"torch": "2.5.1+cu124", "cuda": "12.4", "cudnn": 90100, "os": "debian12", "python": None}
+
+
+def test_a_matrix_torch_is_the_matrix_s_combination_with_the_os_it_knows_and_the_code_the_probe_read() -> None:
+    facts = read_facts(probed(FOREIGN_251 | {"torch_arch_list": ["sm_80"]}), IMAGE)
+    c = combination_of(M, facts)
+    assert c is not None
+    assert (str(c.torch.version), c.variant.name, c.python) == ("2.5.1", "cu124", "?")
+    assert c.os == next(o for o in M.os if o.name == "debian12")  # the matrix's own OS base
+    assert c.variant.builds == (
+        Build(platform=Platform.AMD64, sass=(arch_from("sm_80"),), ptx=(), local="cu124", note="", sources=()),
+    )
+    matrix = next(r for r in M.torch if str(r.version) == "2.5.1").variant("cu124")
+    assert matrix is not None and c.variant.cudnn == matrix.cudnn
+
+
+def test_a_matrix_torch_on_an_os_the_matrix_lacks_and_without_a_local_part_is_its_cpu_variant() -> None:
+    facts = read_facts(probed(FOREIGN_251 | {"torch": "2.5.1", "os": "alpine3.20", "python": "3.11"}), IMAGE)
+    c = combination_of(M, facts)
+    assert c is not None
+    assert (c.variant.name, c.os.name, c.os.image, c.python) == ("cpu", "alpine3.20", "?", "3.11")
+
+
+def test_a_matrix_torch_with_a_variant_the_matrix_lacks_is_made_from_the_probe() -> None:
+    facts = read_facts(probed(FOREIGN_251 | {"torch": "2.5.1+cu999"}), IMAGE)
+    c = combination_of(M, facts)
+    assert c is not None and c.variant.name == "cu999" and c.torch.released == "?"
+
+
+def test_an_image_neither_here_nor_read_remotely_is_pulled_when_asked_then_probed() -> None:
+    engine = probed(NIGHTLY)
+    info = engine.images.pop("sha256:n")
+    del engine.tags[IMAGE]
+    pulled: list[tuple[str, object]] = []
+
+    def pull(ref: str, auth: object) -> ImageInfo:
+        pulled.append((ref, auth))
+        engine.images[info.id], engine.tags[ref] = info, info.id
+        return info
+
+    engine.pull = pull  # type: ignore[method-assign]
+    facts = read_facts(engine, IMAGE, Remote(pull=True, client=Registry(_config({}))))  # type: ignore[arg-type]
+    assert pulled == [(IMAGE, None)]
+    assert (facts.source, facts.torch) == ("probe", "2.99.0+cu128")
