@@ -8,9 +8,10 @@ import pytest
 
 import builder.publish.zstd_copies as zc
 from builder.core.errors import PushError
+from builder.core.kinds import AliasStatus
 from builder.oci.refs import ImageRef
 from builder.oci.zstd import ZstdCopy
-from builder.publish.zstd_copies import Published, ZstdResult, write_zstd_copies
+from builder.publish.zstd_copies import Published, ZstdResult, published_tags, write_zstd_copies
 
 REPO = "127.0.0.1:5000/team/torch"
 
@@ -58,3 +59,8 @@ def test_a_refused_copy_is_one_redacted_fail_line_and_fails_its_alias(monkeypatc
         ZstdResult("1.0", "failed", reason=reason),
         ZstdResult("latest", "failed", reason="the zstd copy of 1.0 was not written"),
     ]
+
+
+def test_an_alias_naming_a_bare_tag_or_a_ref_with_a_port_copies_that_tag() -> None:
+    aliases = [("latest", AliasStatus.MOVED, "1.0"), ("2", AliasStatus.UNCHANGED, "127.0.0.1:5000/team/torch:2.0")]
+    assert published_tags([], [], aliases).aliases == (("latest", "1.0"), ("2", "2.0"))
