@@ -90,7 +90,8 @@ def prepare(group: Group, work: Path) -> Path:
         if source.is_file() and not source.is_symlink():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, folder / name)
-    copied = ("matrix.toml", "templates", "examples", "README.md", "docs", "scripts", ".github")  # tests read them
+    # tests read them (test_docs_truth checks that every file the docs name exists: .ci/run, bench/*.py)
+    copied = ("matrix.toml", "templates", "examples", "README.md", "docs", "scripts", ".github", ".ci", "bench")
     lines = ["[mutmut]", "source_paths = builder", "also_copy =", *(f"    {c}" for c in copied)]
     lines += ["only_mutate =", *(f"    {f}" for f in mutated_files(group))]
     lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", f"    {DESELECT}"]

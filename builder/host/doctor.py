@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from builder.core.kinds import Flavor, Strategy
 from builder.core.versions import minor_str
-from builder.host.choose import choose_here
+from builder.host.choose import choose_here, cpu_query
 from builder.host.locate import Location
 from builder.host.probe import Host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
@@ -74,9 +74,10 @@ def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQue
     if choice.result is not None:
         d.recommended = _recommend(m, choice.result, runtime, repo, gpu=gpu)
         d.problems += _newer_out_of_reach(m, hq.query, choice.result) if gpu else []
-    else:
-        d.problems += _why_nothing(m, hq.query)
+    else:  # after a fallback, the CPU question is the one that found nothing
+        d.problems += _why_nothing(m, cpu_query(hq.query) if choice.fallback else hq.query)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
+    d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
     return d
 
 
@@ -166,9 +167,8 @@ _FIXES = {
 
 
 def _why_nothing(m: Matrix, q: Query) -> list[Problem]:
-    """Every rule the nearest candidate fails, each reason once."""
-    if not q.archs and not q.gpus:
-        return []
+    """Every rule the nearest candidate fails, each reason once (also for the CPU question: a wish no CPU image
+    meets is said, not left to the runtime's problems)."""
     failed = {c.reason: c.rule for c in explain(m, q).checks if not c.ok}
     return [Problem(rule, reason, _FIXES.get(rule, "see docs/troubleshooting.md")) for reason, rule in failed.items()]
 
