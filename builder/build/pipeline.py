@@ -302,7 +302,9 @@ def _push_ref(
 
 
 def _attested(done: Attested) -> str:
-    where = "under the sha256-<hex> tag (no referrers API)" if done.fallback else "as OCI referrers"
+    where = "(attached before)"  # found, not written: how the registry lists them was not asked
+    if done.fallback is not None:
+        where = "under the sha256-<hex> tag (no referrers API)" if done.fallback else "as OCI referrers"
     wrote = ", ".join(done.written) or "nothing new (already attached)"
     cost = f"{done.bytes} bytes, {done.seconds:.1f} s of which {done.read_seconds:.1f} s reading the image"
     return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote} ({cost})"

@@ -42,7 +42,7 @@ class Attested:
     bytes: int = 0  # written to the registry: documents, artifact manifests, fallback indexes, signatures
     read_seconds: float = 0.0  # of which reading the image's contents (a container run)
     seconds: float = 0.0
-    fallback: bool = False  # listed under the sha256-<hex> tag (no referrers API)
+    fallback: bool | None = None  # listed under the sha256-<hex> tag (no referrers API); None: nothing attached now
 
 
 @dataclass(frozen=True, kw_only=True)

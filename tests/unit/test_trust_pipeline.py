@@ -118,7 +118,8 @@ def test_a_second_run_writes_nothing_new(tmp_path: Path, wheels_plan: Plan) -> N
     _run(engine, wheels_plan, tmp_path, trust)
     [outcome], log = _run(engine, wheels_plan, tmp_path, trust)
     assert outcome.attested is not None and outcome.attested.written == []
-    assert any("wrote nothing new (already attached)" in line for line in log)
+    assert any("(attached before); wrote nothing new (already attached)" in line for line in log)
+    assert not any("referrers" in line for line in log if " attested " in line)  # where they are: not asked
 
 
 # --- the CLI: the key is checked before anything is built ---------------------------------------------------
