@@ -25,10 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from builder.oci.normalize import NormalImage, differing_layers, normalize_saved  # noqa: E402
+from builder.oci.normalize import NormalImage, differing_layers, layer_tar, normalize_saved  # noqa: E402
 
 DOCKER = "/usr/bin/docker"
 CA = os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt")
+KEEP_TAR = 512 << 20  # larger layer tars are removed once their diff id is known (two 6 GB images: disk)
 EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z, as SOURCE_DATE_EPOCH would give it
 
 
@@ -65,6 +66,8 @@ def normal(ref: str, folder: Path) -> tuple[NormalImage, float]:
         layer.blob.path.unlink()
         if layer.changed:
             layer.blob.path.with_name(layer.blob.path.name.replace(".tar.gz", ".tar")).unlink()
+        if layer_tar(layer).stat().st_size > KEEP_TAR:  # a venv layer of GBs: its diff id is compared, not its files
+            layer_tar(layer).unlink()
     return image, time.monotonic() - start
 
 

@@ -172,6 +172,9 @@ def differing_layers(a: NormalImage, b: NormalImage) -> list[str]:
     for number, (x, y) in enumerate(zip(a.layers, b.layers, strict=True)):
         if x.diff_id == y.diff_id:
             continue
+        if not (layer_tar(x).exists() and layer_tar(y).exists()):
+            found.append(f"layer {number} ({x.created_by[:90]}): its tars were not kept, files not compared")
+            continue
         files_x, files_y = layer_files(layer_tar(x)), layer_files(layer_tar(y))
         differ = sorted(p for p in files_x.keys() | files_y.keys() if files_x.get(p) != files_y.get(p))
         found.append(f"layer {number} ({x.created_by[:90]}): {', '.join(differ[:12]) or 'entry order or headers'}")

@@ -21,7 +21,15 @@ from builder.build.pipeline import BuildSettings, build
 from builder.build.registry import Registry
 from builder.core.kinds import Flavor
 from builder.oci.client import Distribution
-from builder.oci.normalize import LAYER_TYPE, MANIFEST_TYPE, differing_layers, iso, layer_files, normalize_saved
+from builder.oci.normalize import (
+    LAYER_TYPE,
+    MANIFEST_TYPE,
+    differing_layers,
+    iso,
+    layer_files,
+    layer_tar,
+    normalize_saved,
+)
 
 EPOCH = 1_767_225_600  # 2026-01-01
 
@@ -129,6 +137,8 @@ def test_content_that_differs_is_found_with_its_file(tmp_path: Path) -> None:
     assert sorted(p for p in files_a if files_a[p] != files_b[p]) == ["var/lib/dpkg/status"]
     assert differing_layers(a, b) == ["layer 0 (ADD rootfs): var/lib/dpkg/status"]
     assert differing_layers(a, a) == []
+    layer_tar(b.layers[0]).unlink()
+    assert differing_layers(a, b) == ["layer 0 (ADD rootfs): its tars were not kept, files not compared"]
 
 
 # -- in the build pipeline: SOURCE_DATE_EPOCH pushes the normalized image -----------------------------------------
