@@ -128,9 +128,7 @@ class Offer:
 def offer_for(m: Matrix, r: Result, *, inference: bool) -> Offer:
     if not inference:
         return Offer()
-    found = onnx.choose(m, r.combo)  # what render puts in the image (builder/render/spec.py)
-    tools = tuple(f"{t.name}=={t.version}" for t in onnx.tools(m, r.combo))
-    return Offer(Flavor.INFERENCE, (*tools, found.release.id) if found.release is not None else tools)
+    return Offer(Flavor.INFERENCE, onnx.packages(m, r.combo))  # what render puts in the image
 
 
 def image_ref(m: Matrix, r: Result, repo: str = "torchyard", offer: Offer = Offer()) -> str:

@@ -179,8 +179,7 @@ def _inference(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[
     found = onnx.choose(m, c)
     if found.release is None:
         return (), ((Flavor.INFERENCE, f"no ONNX Runtime for it: {found.reason}"),)
-    tools = tuple(f"{t.name}=={t.version}" for t in onnx.tools(m, c))
-    return (*tools, found.release.id), ()
+    return onnx.packages(m, c, found), ()
 
 
 def _check_requirements(c: Combination, requirements: str | None) -> None:

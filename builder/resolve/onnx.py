@@ -94,3 +94,11 @@ def tools(m: Matrix, c: Combination) -> tuple[OnnxTool, ...]:
         for t in m.onnx_tools
         if c.torch.version in t.torch and Version(c.python) in t.python and c.platform in t.platforms
     )
+
+
+def packages(m: Matrix, c: Combination, found: OrtChoice | None = None) -> tuple[str, ...]:
+    """The inference image's pins in install order: torch.onnx's exporter packages, then the ONNX Runtime
+    `choose` takes (left out when none fits). What render installs and lookup's pip line names."""
+    found = found or choose(m, c)
+    ort = (found.release.id,) if found.release is not None else ()
+    return (*(f"{t.name}=={t.version}" for t in tools(m, c)), *ort)
