@@ -12,7 +12,7 @@ import click
 from builder.cli.output import emit_json
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
-from builder.core import env
+from builder.cli.trust_flags import sign_key_option
 from builder.core.errors import UsageError
 from builder.oci.refs import parse_ref
 
@@ -61,13 +61,7 @@ class PromoteFlags:
     help="Carry SRC's SBOM and provenance (build --attest) to DST, signed with the key when one is given; "
     "SRC without them: nothing promoted (exit 5).",
 )
-@click.option(
-    "--sign-key",
-    metavar="PATH",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help=f"Sign DST, its platform images, SBOMs and provenance with this ECDSA P-256 PEM key (mode 0600; or the "
-    f"key itself in ${env.SIGN_KEY}), before DST's tag is written. Implies --attest.",
-)
+@sign_key_option("DST, its platform images, SBOMs and provenance, before DST's tag is written,")
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
 @takes(PromoteFlags)

@@ -21,14 +21,20 @@ if TYPE_CHECKING:  # builder.trust loads cryptography and cyclonedx: only where 
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_OPTIONS = (
-    click.option(
+
+def sign_key_option(what: str) -> Callable[[F], F]:
+    """--sign-key PATH; `what` says what it signs, and when."""
+    return click.option(
         "--sign-key",
         metavar="PATH",
         type=click.Path(path_type=Path, dir_okay=False),
-        help=f"Sign each pushed image, its SBOM and provenance with this ECDSA P-256 PEM key (mode 0600; or the "
-        f"key itself in ${env.SIGN_KEY}). Implies --attest.",
-    ),
+        help=f"Sign {what} with this ECDSA P-256 PEM key (mode 0600; or the key itself in ${env.SIGN_KEY}). "
+        "Implies --attest.",
+    )
+
+
+_OPTIONS = (
+    sign_key_option("each pushed image, its SBOM and provenance"),
     click.option(
         "--attest",
         is_flag=True,
