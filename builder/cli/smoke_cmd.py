@@ -18,6 +18,7 @@ from builder.core.files import check_writable, read_text, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.engine import DockerEngine
 from builder.smoke.manifest import Manifest
+from builder.smoke.runner import load_checks
 
 _EXPECT_KEYS = ("torch", "torchvision", "torchaudio", "cuda", "cudnn", "nccl", "python", "os")
 
@@ -37,6 +38,7 @@ class SmokeFlags:
     as_json: bool
     report_path: str | None
     junit: str | None
+    only: tuple[str, ...] = ()
     wanted: Platform = field(init=False)  # --platform, else this machine's
 
     def __post_init__(self) -> None:
@@ -44,6 +46,8 @@ class SmokeFlags:
         if self.arch is not None:  # 8.9 and sm_89 alike: the suite gets the name
             object.__setattr__(self, "arch", parse_arch(self.arch).name)
         _expectations(self.expect_values)
+        for prefix in self.only:
+            _check_prefix(prefix)
         wanted = parse_platform(self.platform) if self.platform else Platform.here() or Platform.AMD64
         object.__setattr__(self, "wanted", wanted)
 
@@ -55,7 +59,16 @@ class SmokeFlags:
             expect=_expectations(self.expect_values),
             expect_file=Path(self.expect_file) if self.expect_file else None,
             use_host_copy=self.host_copy,
+            only=self.only,
         )
+
+
+def _check_prefix(prefix: str) -> None:
+    """--only names checks by the start of their names (docs/smoke.md): one that starts no name is a typo."""
+    names = [c.name for c in load_checks()]
+    if not any(name.startswith(prefix) for name in names):
+        groups = sorted({name.split(".")[0] + "." for name in names if "." in name})
+        raise UsageError(f"--only {prefix!r}: no check's name starts with it (e.g. {', '.join(groups)})")
 
 
 @click.command("smoke")
@@ -81,6 +94,13 @@ class SmokeFlags:
     "--platform",
     metavar="linux/amd64|linux/arm64",
     help="The image's platform (default: this machine's); another one runs emulated, with a scaled suite.",
+)
+@click.option(
+    "--only",
+    "only",
+    multiple=True,
+    metavar="PREFIX",
+    help="Run only the checks whose names start with PREFIX (repeatable): gpu., version.torch, ...",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (docs/schemas.md) instead of the summary.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report here.")

@@ -331,6 +331,11 @@ def smoke_engine(engines: Engines, ours: bool = True) -> FakeEngine:
             "--expect-value 'colour=red': expected KEY=VERSION with KEY one of "
             "torch, torchvision, torchaudio, cuda, cudnn, nccl, python, os",
         ),
+        (
+            ("--only", "gpu.", "--only", "gpus"),
+            "--only 'gpus': no check's name starts with it (e.g. arch., compile., ddp., determinism., devel., "
+            "gpu., import., libs., onnx., profiler., train., version.)",
+        ),
     ],
 )
 def test_bad_smoke_arguments_are_refused_before_the_engine(
@@ -372,6 +377,13 @@ def test_smoke_writes_json_and_junit_and_exits_by_the_report(cli: Cli, engines: 
     assert run.args[-2:] == ("--expect-torch", "2.14.1+cu130")
     fake.smoke_failures = {"version.torch": "the image has 2.13.0"}
     assert cli("smoke", "img:t").code == 4  # the README's code for a failed smoke suite
+
+
+def test_smoke_only_passes_each_prefix_to_the_suite(cli: Cli, engines: Engines) -> None:
+    fake = smoke_engine(engines)
+    assert cli("smoke", "img:t", "--only", "version.torch", "--only", "gpu.").code == 0
+    [run] = fake.of("run")
+    assert run.args[-4:] == ("--only", "version.torch", "--only", "gpu.")
 
 
 def test_smoke_of_a_foreign_image_mounts_the_host_copy(cli: Cli, engines: Engines) -> None:
