@@ -72,6 +72,7 @@ def promote_cmd(flags: PromoteFlags) -> None:
     from builder.oci.client import Distribution
     from builder.oci.promote import promote
     from builder.oci.zstd import zstd_copy
+    from builder.trust import cosign
     from builder.trust.carry import carry
     from builder.trust.keys import signing_key
 
@@ -80,7 +81,8 @@ def promote_cmd(flags: PromoteFlags) -> None:
     client = Distribution(auth=registry_auth(flags.registry_user, flags.registry_password_stdin))
     carried, before_tag = carry(client, src.repo, dst.repo, key) if flags.attest or key else (None, None)
     result = promote(client, src, dst, flags.content_hash, before_tag)
-    copy = zstd_copy(client, dst) if flags.zstd else None
+    signs = cosign.signer(client, dst.repo, key) if key is not None else None
+    copy = zstd_copy(client, dst, before_tag=signs) if flags.zstd else None
     if flags.as_json:
         extra = ({"zstd": copy.as_json()} if copy else {}) | ({"attestations": carried.as_json()} if carried else {})
         emit_json({"schema": 1, **result.as_json()} | extra)

@@ -19,7 +19,7 @@ import json
 import tempfile
 import threading
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -39,6 +39,10 @@ OCI_CONFIG = "application/vnd.oci.image.config.v1+json"
 MADE_FROM = "io.torchyard.zstd-of"  # annotation: the digest of the gzip manifest this copy was made from
 _GZIP = 16 + zlib.MAX_WBITS  # zlib reads a gzip header and trailer with this
 _SPOOL = 64 * 1024 * 1024  # a recompressed layer stays in memory up to this size, in a temporary file above
+# Called with the copy's manifest digests (an index's first, then its platform images') once they are in the
+# repository and before the tag names them; returns the digests it signed there (builder/trust/cosign.py's
+# signer: promote and publish with a key).
+BeforeTag = Callable[[list[str]], list[str]]
 
 
 @dataclass
@@ -52,6 +56,7 @@ class ZstdCopy:
     gzip_bytes: int = 0
     zstd_bytes: int = 0
     platforms: list[str] = field(default_factory=list)
+    signed: list[str] = field(default_factory=list)  # the manifests `before_tag` signed in this run
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # layers are copied in parallel
 
     def add(self, **amounts: int) -> None:
@@ -63,11 +68,12 @@ class ZstdCopy:
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
     def summary(self) -> str:
+        signed = f"; {len(self.signed)} signature(s) written" if self.signed else ""
         if self.unchanged:
-            return f"{self.target} already is the zstd copy of {self.source}: nothing to do"
+            return f"{self.target} already is the zstd copy of {self.source}: nothing to do{signed}"
         return (
             f"wrote {self.target} ({self.digest}): {self.recompressed} layers recompressed, {self.present} already "
-            f"there; {self.gzip_bytes} bytes gzip -> {self.zstd_bytes} bytes zstd"
+            f"there; {self.gzip_bytes} bytes gzip -> {self.zstd_bytes} bytes zstd{signed}"
         )
 
 
@@ -77,10 +83,17 @@ def zstd_tag(tag: str) -> str:
     return tag + SUFFIX
 
 
-def zstd_copy(client: Distribution, source: ImageRef, level: int = LEVEL, reuse: Sequence[str] = ()) -> ZstdCopy:
+def zstd_copy(
+    client: Distribution,
+    source: ImageRef,
+    level: int = LEVEL,
+    reuse: Sequence[str] = (),
+    before_tag: BeforeTag | None = None,
+) -> ZstdCopy:
     """Write the zstd copy of `source` (a tag) under `<tag>-zstd` in the same repository. `reuse`: tags of
     zstd copies already written (an alias's immutable tag's): one made from the same manifest is written
-    again under the new tag, without recompressing anything."""
+    again under the new tag, without recompressing anything. `before_tag` sees the copy's manifests before
+    the tag is written, also when the copy was there already (a rerun finishes a refused signature upload)."""
     if source.tag is None:
         raise UsageError(f"{source}: name a tag (repo:tag); its zstd copy goes under <tag>{SUFFIX}")
     target = ImageRef(source.repo, zstd_tag(source.tag), None)
@@ -90,20 +103,37 @@ def zstd_copy(client: Distribution, source: ImageRef, level: int = LEVEL, reuse:
         raise PushError(f"{source} does not exist: nothing to copy")
     existing = client.manifest(target.repo, target.reference)
     if existing is not None and _made_from(existing) == manifest.digest:
+        if before_tag is not None:
+            result.signed = before_tag(_manifests(existing.raw))
         result.unchanged, result.digest = True, existing.digest
         return result
     for tag in reuse:
         found = client.manifest(source.repo, tag)
         if found is not None and _made_from(found) == manifest.digest:
+            if before_tag is not None:
+                result.signed = before_tag(_manifests(found.raw))
             result.digest = client.put_manifest(target.repo, target.reference, found.raw, found.media_type)
             return result
     if manifest.is_index:
-        raw = _index_copy(client, source.repo, manifest, level, result)
-        result.digest = client.put_manifest(target.repo, target.reference, raw, OCI_INDEX)
+        raw, media_type = _index_copy(client, source.repo, manifest, level, result), OCI_INDEX
     else:
-        raw = _image_copy(client, source.repo, manifest, level, result)
-        result.digest = client.put_manifest(target.repo, target.reference, raw, OCI_MANIFEST)
+        raw, media_type = _image_copy(client, source.repo, manifest, level, result), OCI_MANIFEST
+    if before_tag is not None:  # in the repository by digest first: what signs it finds it there
+        client.put_manifest(target.repo, digest_of(raw), raw, media_type)
+        result.signed = before_tag(_manifests(raw))
+    result.digest = client.put_manifest(target.repo, target.reference, raw, media_type)
     return result
+
+
+def _manifests(raw: bytes) -> list[str]:
+    """The digests a copy's tag stands for: an image's own; an index's, then each platform image's (entries such
+    as BuildKit's attestations, platform unknown/unknown, are not images of a platform)."""
+    data = json.loads(raw)
+    entries = data.get("manifests") if data.get("mediaType") == OCI_INDEX else None
+    if entries is None:
+        return [digest_of(raw)]
+    images = [e for e in entries if (e.get("platform") or {}).get("os") not in (None, "unknown")]
+    return [digest_of(raw), *(str(e["digest"]) for e in images)]
 
 
 def _made_from(manifest: Manifest) -> str | None:

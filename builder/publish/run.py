@@ -153,7 +153,8 @@ def _zstd_copies(
         [(i.tag, i.status) for i in report.indexes],
         [(a.alias, a.status, a.target) for a in report.aliases],
     )
-    return write_zstd_copies(registry.client, settings.repo, published, log)
+    key = settings.trust.key if settings.trust is not None else None
+    return write_zstd_copies(registry.client, settings.repo, published, log, key)
 
 
 def _run_all(

@@ -11,14 +11,16 @@ tags stay as they are: they passed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from builder.core.errors import TorchyardError
 from builder.core.kinds import AliasStatus, Status
 from builder.core.redact import redact
 from builder.oci.client import Distribution
-from builder.oci.refs import parse_ref
-from builder.oci.zstd import zstd_copy, zstd_tag
+from builder.oci.refs import parse_ref, parse_repo
+from builder.oci.zstd import BeforeTag, zstd_copy, zstd_tag
+from builder.trust import cosign
+from builder.trust.keys import SigningKey
 
 Log = Callable[[str], None]
 
@@ -32,6 +34,7 @@ class ZstdResult:
     reason: str = ""
     gzip_bytes: int = 0
     zstd_bytes: int = 0
+    signed: list[str] = field(default_factory=list)  # the copy's manifests signed in this run (a key was given)
 
 
 @dataclass(frozen=True)
@@ -42,27 +45,33 @@ class Published:
     aliases: tuple[tuple[str, str], ...]  # (alias, the immutable tag it names)
 
 
-def write_zstd_copies(client: Distribution, repo: str, published: Published, log: Log) -> list[ZstdResult]:
-    results = [_copy(client, repo, tag, (), log) for tag in published.images]
+def write_zstd_copies(
+    client: Distribution, repo: str, published: Published, log: Log, key: SigningKey | None = None
+) -> list[ZstdResult]:
+    """With `key`, each copy's manifests are signed before its tag is written, as the gzip images were."""
+    signs = cosign.signer(client, parse_repo(repo), key) if key is not None else None
+    results = [_copy(client, repo, tag, (), log, signs) for tag in published.images]
     done = {r.tag for r in results if r.status != "failed"}
     for alias, owner in published.aliases:
         if owner not in done:
             results.append(ZstdResult(alias, "failed", reason=f"the zstd copy of {owner} was not written"))
             continue
-        results.append(_copy(client, repo, alias, (zstd_tag(owner),), log))
+        results.append(_copy(client, repo, alias, (zstd_tag(owner),), log, signs))
     return results
 
 
-def _copy(client: Distribution, repo: str, tag: str, reuse: tuple[str, ...], log: Log) -> ZstdResult:
+def _copy(
+    client: Distribution, repo: str, tag: str, reuse: tuple[str, ...], log: Log, signs: BeforeTag | None
+) -> ZstdResult:
     try:
-        copy = zstd_copy(client, parse_ref(f"{repo}:{tag}"), reuse=reuse)
+        copy = zstd_copy(client, parse_ref(f"{repo}:{tag}"), reuse=reuse, before_tag=signs)
     except TorchyardError as exc:
         reason = redact(str(exc))
         log(f"FAIL  zstd copy of {repo}:{tag}: {reason}")
         return ZstdResult(tag, "failed", reason=reason)
     log(f"ZSTD  {copy.summary()}")
     status = "unchanged" if copy.unchanged else "written"
-    return ZstdResult(tag, status, copy.target, copy.digest, "", copy.gzip_bytes, copy.zstd_bytes)
+    return ZstdResult(tag, status, copy.target, copy.digest, "", copy.gzip_bytes, copy.zstd_bytes, copy.signed)
 
 
 def published_tags(

@@ -10,7 +10,7 @@ kept (cosign appends, too).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +108,15 @@ def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> i
     raw = json.dumps(manifest, separators=(",", ":")).encode()
     client.put_manifest(repo, sig_tag(digest), raw, OCI_MANIFEST)
     return len(body) + len(config) + len(raw)
+
+
+def signer(client: Distribution, repo: RepoRef, key: SigningKey) -> Callable[[list[str]], list[str]]:
+    """A `before_tag` for oci/zstd.py's copies: signs each digest in `repo`; returns those signed in this call."""
+
+    def sign_each(digests: list[str]) -> list[str]:
+        return [digest for digest in digests if sign(client, repo, digest, key)]
+
+    return sign_each
 
 
 def _config(layer_digests: list[str]) -> bytes:

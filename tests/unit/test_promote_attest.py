@@ -4,11 +4,12 @@ them, or a refused signature, leaves the tag unwritten and a rerun finishes the 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from http_kit import Answer, Net, Sent
-from registry_kit import MemoryRegistry
+from registry_kit import MemoryRegistry, tar_of
 from test_trust_registry import FACTS
 from test_trust_sbom import INVENTORY
 from trust_kit import HOST, write_key
@@ -47,9 +48,15 @@ def _setup(kind: type[MemoryRegistry] = MemoryRegistry, *, api: bool = False) ->
     return memory, Distribution(net.http(), docker_login=False)
 
 
-def _attested(memory: MemoryRegistry, client: Distribution, tag: str, arch: str = "amd64") -> str:
-    """A candidate image with an SBOM and provenance attached as `build --push --attest` does: unsigned."""
-    digest = memory.add_image("team/cand", tag, arch=arch, labels={"t": tag})
+def _attested(
+    memory: MemoryRegistry, client: Distribution, tag: str, arch: str = "amd64", *, gzip: bool = False
+) -> str:
+    """A candidate image with an SBOM and provenance attached as `build --push --attest` does: unsigned (`gzip`:
+    a real image, gzip layers and their diff_ids, which a zstd copy needs)."""
+    if gzip:
+        digest = memory.add_gzip_image("team/cand", tag, [tar_of("a", 700)], arch=arch)
+    else:
+        digest = memory.add_image("team/cand", tag, arch=arch, labels={"t": tag})
     manifest = client.manifest(CAND, digest)
     assert manifest is not None
     subject = Subject(repo=str(CAND), digest=digest, platform=f"linux/{arch}", os_id="debian-12")
@@ -149,3 +156,25 @@ def test_the_command_refuses_a_key_others_can_read_before_asking_the_registry(
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"--sign-key {loose}" in err and "BEGIN" not in err
+
+
+def test_promote_zstd_with_a_key_signs_the_copy_before_its_tag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    net = Net()
+    memory = MemoryRegistry(HOST).attach(net)
+    _attested(memory, Distribution(net.http(), docker_login=False), "t1", gzip=True)
+    import docker  # the SDK's APIClient subclasses requests.Session: imported before the fake replaces it
+
+    assert docker
+    monkeypatch.setattr("requests.Session", net.session)
+    monkeypatch.setenv("DOCKER_CONFIG", str(tmp_path))
+    write_key(tmp_path)
+    argv = ["promote", f"{HOST}/team/cand:t1", f"{HOST}/team/pub:t1", "--attest", "--zstd", "--json"]
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--sign-key", str(tmp_path / "key.pem")])
+    assert exited.value.code in (0, None)
+    copy = json.loads(capsys.readouterr().out)["zstd"]
+    assert copy["signed"] == [copy["digest"]]
+    client = Distribution(net.http(), docker_login=False)
+    assert cosign.signed_by(client, PUB, copy["digest"], public_key(tmp_path / "key.pem.pub")) is None

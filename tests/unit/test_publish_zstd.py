@@ -13,10 +13,14 @@ from http_kit import Net
 from publish_kit import REPO, PublishFakes, fakes_for
 from registry_kit import MemoryRegistry, tar_of
 from test_publish_run import ALIASES, IMMUTABLES, SET, run
+from trust_kit import write_key
 
 from builder.core.kinds import AliasStatus, Status
 from builder.oci.client import Distribution
+from builder.oci.refs import parse_repo
 from builder.publish.zstd_copies import Published, published_tags, write_zstd_copies
+from builder.trust import cosign
+from builder.trust.keys import public_key, signing_key
 
 HOST, NAME = REPO.split("/", 1)
 
@@ -96,3 +100,17 @@ def test_an_alias_whose_image_has_no_copy_is_not_copied() -> None:
         ("latest", "failed", "the zstd copy of gone was not written")
     ]
     assert net.sent == []
+
+
+def test_with_a_key_each_copy_is_signed_in_the_published_repository(tmp_path: Path) -> None:
+    net = Net()
+    memory = MemoryRegistry(HOST).attach(net)
+    client = Distribution(net.http(), docker_login=False)
+    memory.add_gzip_image(NAME, "1.0", [tar_of("a", 700)])
+    key = signing_key(write_key(tmp_path), {})
+    lines: list[str] = []
+    [copy, alias] = write_zstd_copies(client, REPO, Published(("1.0",), (("latest", "1.0"),)), lines.append, key)
+    assert copy.status == "written" and copy.signed == [copy.digest]
+    assert alias.signed == []  # the alias's copy is the same manifest: signed once, by the image's copy
+    assert cosign.signed_by(client, parse_repo(REPO), copy.digest, public_key(tmp_path / "key.pem.pub")) is None
+    assert lines[0].endswith("; 1 signature(s) written")

@@ -23,8 +23,11 @@ class Copies:
         self.unchanged, self.error = unchanged, error
         self.asked: list[tuple[str, tuple[str, ...]]] = []
 
-    def __call__(self, client: object, source: ImageRef, *, reuse: tuple[str, ...] = ()) -> ZstdCopy:
+    def __call__(
+        self, client: object, source: ImageRef, *, reuse: tuple[str, ...] = (), before_tag: object = None
+    ) -> ZstdCopy:
         self.asked.append((str(source), reuse))
+        self.signers = [*getattr(self, "signers", []), before_tag]
         if self.error is not None:
             raise self.error
         return ZstdCopy(str(source), f"{source}-zstd", digest="sha256:" + "d" * 64, unchanged=self.unchanged,

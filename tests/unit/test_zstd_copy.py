@@ -7,17 +7,22 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 import zstandard
-from http_kit import Net
+from cryptography.hazmat.primitives.asymmetric import ec
+from http_kit import Answer, Net, Sent
 from registry_kit import MemoryRegistry, tar_of
+from trust_kit import write_key
 
 from builder.core.errors import PushError, UsageError
 from builder.oci.client import OCI_INDEX, OCI_MANIFEST, Distribution, digest_of
-from builder.oci.refs import parse_ref
+from builder.oci.refs import parse_ref, parse_repo
 from builder.oci.upload import UploadPolicy
 from builder.oci.zstd import MADE_FROM, ZSTD_LAYER, zstd_copy
+from builder.trust import cosign
+from builder.trust.keys import SigningKey, public_key, signing_key
 
 HOST = "127.0.0.1:5999"
 NAME = "team/torch"
@@ -128,3 +133,56 @@ def test_a_digest_reference_or_a_missing_image_is_one_line() -> None:
         zstd_copy(client, parse_ref(f"{HOST}/{NAME}@sha256:" + "a" * 64))
     with pytest.raises(PushError, match=r":nothing does not exist: nothing to copy$"):
         zstd_copy(client, parse_ref(f"{HOST}/{NAME}:nothing"))
+
+
+# --- signed copies (promote / publish with a key: builder/trust/cosign.py's signer) ---------------------------
+
+
+def _signing(tmp_path: Path) -> tuple[SigningKey, ec.EllipticCurvePublicKey]:
+    key = signing_key(write_key(tmp_path), {})
+    assert key is not None
+    return key, public_key(tmp_path / "key.pem.pub")
+
+
+class TagWatch(MemoryRegistry):
+    """Records, when the copy's tag is written, which digests had a signature by then."""
+
+    signed_at_tag: set[str] | None = None
+
+    def _manifest(self, name: str, ref: str, sent: Sent) -> Answer:
+        if sent.method == "PUT" and ref.endswith("-zstd"):
+            self.signed_at_tag = {t.removesuffix(".sig").replace("-", ":", 1) for (_, t) in self.manifests if
+                                  t.endswith(".sig")}  # fmt: skip
+        return super()._manifest(name, ref, sent)
+
+
+def test_with_a_signer_an_index_copy_and_each_platform_copy_are_signed_before_the_tag(tmp_path: Path) -> None:
+    net = Net()
+    registry = TagWatch(HOST)
+    registry.attach(net)
+    client = Distribution(net.http(), docker_login=False, uploads=UploadPolicy(chunk=4096))
+    amd = _image(registry, "x-amd64", [tar_of("amd", 5000)])
+    arm = _image(registry, "x-arm64", [tar_of("arm", 5000)], arch="arm64")
+    registry.add_index(NAME, "x", {"linux/amd64": amd, "linux/arm64": arm})
+    key, public = _signing(tmp_path)
+    repo = parse_repo(f"{HOST}/{NAME}")
+    result = zstd_copy(client, parse_ref(f"{HOST}/{NAME}:x"), before_tag=cosign.signer(client, repo, key))
+    children = [str(e["digest"]) for e in json.loads(registry.manifests[NAME, "x-zstd"][0])["manifests"]]
+    assert result.signed == [result.digest, *children]
+    assert registry.signed_at_tag == set(result.signed)  # every signature was there before the tag
+    assert [cosign.signed_by(client, repo, d, public) for d in result.signed] == [None, None, None]
+    assert result.summary().endswith("; 3 signature(s) written")
+    again = zstd_copy(client, parse_ref(f"{HOST}/{NAME}:x"), before_tag=cosign.signer(client, repo, key))
+    assert again.unchanged and again.signed == []  # signed already: nothing written
+
+
+def test_a_copy_made_without_a_key_is_signed_by_the_rerun_with_one(tmp_path: Path) -> None:
+    _, registry, client = _setup()
+    _image(registry, "a", [tar_of("a", 900)])
+    first = zstd_copy(client, parse_ref(f"{HOST}/{NAME}:a"))
+    assert first.signed == [] and "signature" not in first.summary()
+    key, public = _signing(tmp_path)
+    repo = parse_repo(f"{HOST}/{NAME}")
+    again = zstd_copy(client, parse_ref(f"{HOST}/{NAME}:a"), before_tag=cosign.signer(client, repo, key))
+    assert again.unchanged and again.signed == [first.digest]
+    assert cosign.signed_by(client, repo, first.digest, public) is None
