@@ -1,0 +1,152 @@
+"""builder/resolve's JSON shapes and flag readings at their edges: lookup's result object field by field (a CUDA
+and a CPU combination), explain's verdict with and without --here, a check in JSON, the lines CANNOT TELL prints,
+--cuda's wheel spellings and --variant's refusal. Written for the survivors of `bench/mutation.py resolve`
+(docs/mutation.md)."""
+
+from __future__ import annotations
+
+import pytest
+from matrix_kit import query, real
+
+from builder.core.errors import UsageError
+from builder.resolve.facts import Facts
+from builder.resolve.report import explanation_json, result_json
+from builder.resolve.resolver import Explanation, lookup
+from builder.resolve.rules.check import Check, Missing, not_checked
+from builder.resolve.verdict import Answer, check_json, status_words, verdict
+
+M = real()
+F = Facts(M)
+
+
+def test_a_cuda_result_field_by_field() -> None:
+    found = lookup(M, query(M, torch="2.5.1", cuda="12.4", python="3.11", driver="550", gpu="RTX 4090")).valid
+    assert result_json(F, found[0]) == {
+        "id": "torch2.5.1-cu124-py3.11-debian12",
+        "torch": "2.5.1",
+        "torch_local": "2.5.1+cu124",
+        "torchvision": "0.20.1",
+        "torchaudio": "2.5.1",
+        "variant": "cu124",
+        "cuda": "12.4",
+        "cudnn": "9.1.0.70",
+        "nccl": "2.21.5",
+        "python": "3.11",
+        "os": "debian12",
+        "pypi_default": True,
+        "index_url": None,
+        "min_driver": "525.60.13",
+        "driver_mode": "full",
+        "sass": ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"],
+        "ptx": [],
+        "arch_support": "compatible",
+        "arch_code": "sm_86",
+    }
+
+
+def test_a_cpu_result_has_nulls_where_cuda_would_be() -> None:
+    found = lookup(M, query(M, torch="2.5.1", variant="cpu", python="3.11")).valid
+    assert result_json(F, found[0]) == {
+        "id": "torch2.5.1-cpu-py3.11-debian12",
+        "torch": "2.5.1",
+        "torch_local": "2.5.1+cpu",
+        "torchvision": "0.20.1",
+        "torchaudio": "2.5.1",
+        "variant": "cpu",
+        "cuda": None,
+        "cudnn": None,
+        "nccl": None,
+        "python": "3.11",
+        "os": "debian12",
+        "pypi_default": False,
+        "index_url": "https://download.pytorch.org/whl/cpu",
+        "min_driver": None,
+        "driver_mode": None,
+        "sass": None,
+        "ptx": [],
+    }
+
+
+OPEN_DRIVER = not_checked("driver-cuda", "no driver given", ("s1",), Missing.INPUT, "driver >= 525.60.13")
+
+
+def test_explanation_json_reads_open_inputs_as_conditions_unless_here() -> None:
+    e = Explanation("torch2.5.1-cu124-py3.11-debian12", ("python: newest",), (OPEN_DRIVER,), None)
+    assert explanation_json(e) == {
+        "id": "torch2.5.1-cu124-py3.11-debian12",
+        "valid": True,
+        "verdict": "runs-with",
+        "conditions": ["driver >= 525.60.13"],
+        "to_tell": [],
+        "pinned": ["python: newest"],
+        "checks": [check_json(OPEN_DRIVER)],
+    }
+    here = explanation_json(e, here=True)
+    assert (here["verdict"], here["conditions"], here["to_tell"]) == (
+        "cannot-tell",
+        [],
+        ["driver-cuda: no driver given (needs driver >= 525.60.13)"],
+    )
+
+
+def test_check_json_of_each_status() -> None:
+    assert check_json(Check("arch", True, "built for it", ("a", "b"))) == {
+        "rule": "arch",
+        "status": "pass",
+        "ok": True,
+        "reason": "built for it",
+        "sources": ["a", "b"],
+    }
+    assert check_json(Check("arch", False, "no code")) == {
+        "rule": "arch",
+        "status": "fail",
+        "ok": False,
+        "reason": "no code",
+        "sources": [],
+    }
+    assert check_json(OPEN_DRIVER) == {
+        "rule": "driver-cuda",
+        "status": "not-checked",
+        "ok": None,
+        "reason": "no driver given",
+        "sources": ["s1"],
+        "missing": "input",
+        "condition": "driver >= 525.60.13",
+    }
+    fact = not_checked("cudnn", "no cuDNN range recorded", (), Missing.FACT)
+    assert check_json(fact)["missing"] == "fact" and check_json(fact)["condition"] is None
+
+
+def test_status_words() -> None:
+    assert [status_words(c) for c in (Check("a", True, "x"), Check("a", False, "x"), OPEN_DRIVER)] == [
+        "PASS",
+        "FAIL",
+        "NOT CHECKED",
+    ]
+
+
+def test_cannot_tell_says_what_to_give_or_record() -> None:
+    fact = not_checked("cudnn", "no cuDNN range recorded", (), Missing.FACT)
+    bare = not_checked("gpu", "no GPU given", (), Missing.INPUT)
+    found = verdict((fact, bare, OPEN_DRIVER, bare))
+    assert found.answer is Answer.CANNOT_TELL
+    assert found.unknown == (
+        "cudnn: no cuDNN range recorded (record it in matrix.toml, with its source)",
+        "gpu: no GPU given",
+        "driver-cuda: no driver given (needs driver >= 525.60.13)",
+    )
+    assert found.words == "CANNOT TELL" and found.exit_code == 6
+
+
+@pytest.mark.parametrize(("text", "spec"), [("cu12", "==12.*"), ("cu124", "==12.4.*"), (" cu118 ", "==11.8.*")])
+def test_cuda_takes_the_wheel_spellings(text: str, spec: str) -> None:
+    assert str(query(M, cuda=text).cuda) == spec
+
+
+def test_an_unknown_variant_is_refused_with_the_nearest_and_the_known_ones() -> None:
+    with pytest.raises(UsageError) as raised:
+        query(M, variant="cu1244")
+    assert str(raised.value) == (
+        "--variant: 'cu1244' is not a wheel variant in the matrix (did you mean 'cu124'?) "
+        "(known: cpu, cu116, cu117, cu118, cu121, cu124, cu126, cu128, cu129, cu130, cu132)"
+    )

@@ -1,0 +1,209 @@
+"""The smoke checks' plain helpers at their edges, without torch: where the driver version is read (the proc
+file's first dotted number, nvidia-smi's exact command and first line), /etc/os-release without ID or
+VERSION_ID, the architecture verdict's PTX and arch-specific cases and its refusal lines, the profiler's trace
+reading and libcupti's package, and how a determinism run's report is read. Written for the survivors of
+`bench/mutation.py smoke/checks` (docs/mutation.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from smoke_kit import context
+
+from builder.smoke import checks_cpu, checks_determinism, checks_gpu, checks_profiler, procs
+from builder.smoke.framework import Failed, Skipped
+
+
+@contextmanager
+def files(monkeypatch: pytest.MonkeyPatch, module: Any, contents: dict[str, str | None]) -> Iterator[None]:
+    """`open` in `module` reads these paths from memory (None: the file is missing); other paths as they are."""
+    real_open = open
+
+    def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
+        if path in contents:
+            text = contents[path]
+            if text is None:
+                raise FileNotFoundError(path)
+            return StringIO(text)
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(module, "open", fake_open, raising=False)
+        yield
+
+
+# --- checks_gpu.driver_version --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("NVRM version: NVIDIA UNIX x86.64 Kernel Module 2024 550.54 Release Build\n", "550.54"),  # one dot will do
+        ("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n", "580.65.06"),
+    ],
+)
+def test_the_proc_file_gives_its_first_all_digit_dotted_word(
+    monkeypatch: pytest.MonkeyPatch, line: str, expected: str
+) -> None:
+    # "x86.64" has a dot but not only digits, "2024" only digits but no dot: neither is a version
+    with files(monkeypatch, checks_gpu, {checks_gpu.DRIVER_FILE: line + "GCC version: gcc 12.2.0\n"}):
+        assert checks_gpu.driver_version() == expected
+
+
+def test_nvidia_smi_is_asked_exactly_and_its_first_line_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[list[str], dict[str, Any]]] = []
+
+    def fake_run(argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        calls.append((argv, kwargs))
+        return subprocess.CompletedProcess(argv, 0, "575.57.08\n", "")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    with files(monkeypatch, checks_gpu, {checks_gpu.DRIVER_FILE: None}):
+        assert checks_gpu.driver_version() == "575.57.08"  # one GPU: one line
+    assert calls == [
+        (
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            {"capture_output": True, "text": True, "check": True, "timeout": 30},
+        )
+    ]
+
+
+# --- checks_cpu.os_name ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('PRETTY_NAME="Ubuntu 22.04.4 LTS"\nID=ubuntu\nVERSION_ID="22.04"\n', "ubuntu22.04"),
+        ('PRETTY_NAME="Debian GNU/Linux trixie/sid"\nID=debian\n', "debian"),  # testing/sid: no VERSION_ID
+        ('NAME="Something"\nVERSION_ID="1"\n', "unknown1"),  # no ID
+    ],
+)
+def test_os_name_from_os_release(monkeypatch: pytest.MonkeyPatch, text: str, expected: str) -> None:
+    with files(monkeypatch, checks_cpu, {"/etc/os-release": text}):
+        assert checks_cpu.os_name() == expected
+
+
+# --- checks_cpu.verdict and _cover ----------------------------------------------------------------------
+
+
+def test_ptx_of_the_target_itself_is_jit_compiled() -> None:
+    assert checks_cpu.verdict("sm_90", [], ["compute_90"]) == ("ptx", "compute_90")
+    assert checks_cpu.verdict("sm_90", [], ["compute_100"]) == ("none", "")
+
+
+def test_arch_specific_ptx_is_never_jit_compiled_for_another_gpu() -> None:
+    assert checks_cpu.verdict("sm_100", [], ["compute_90a"]) == ("none", "")
+    assert checks_cpu.verdict("sm_100", [], ["compute_90a", "compute_80"]) == ("ptx", "compute_80")
+
+
+def test_cover_lines_with_empty_code_lists(tmp_path: Path) -> None:
+    ctx = context(tmp_path, arch_list=[])
+    with pytest.raises(Skipped) as skipped:
+        checks_cpu._cover(ctx, "torch", [], [])
+    assert str(skipped.value) == "no target architecture (give --arch); torch has no SASS"
+    with pytest.raises(Failed) as failed:
+        checks_cpu._cover(context(tmp_path, arch="sm_90"), "torch", [], ["compute_100", "compute_120"])
+    assert str(failed.value) == "torch has no code for sm_90 (SASS: none; PTX: compute_100 compute_120)"
+    with pytest.raises(Failed) as failed:
+        checks_cpu._cover(context(tmp_path, arch="sm_90"), "torch", ["sm_100", "sm_120"], [])
+    assert str(failed.value) == "torch has no code for sm_90 (SASS: sm_100 sm_120; PTX: none)"
+
+
+# --- checks_profiler ------------------------------------------------------------------------------------
+
+
+def test_read_trace_takes_a_trace_object_or_a_bare_list(tmp_path: Path) -> None:
+    event = {"cat": "cpu_op", "name": "aten::convolution"}
+    wrapped, bare, other = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "c.json"
+    wrapped.write_text(json.dumps({"traceEvents": [event, 3], "other": []}))
+    bare.write_text(json.dumps([event, "x"]))
+    other.write_text(json.dumps({"events": [event]}))
+    assert checks_profiler.read_trace(str(wrapped)) == [event]
+    assert checks_profiler.read_trace(str(bare)) == [event]
+    with pytest.raises(Failed) as failed:
+        checks_profiler.read_trace(str(other))
+    assert str(failed.value) == "the profiler's Chrome trace has no traceEvents list"
+
+
+def test_operators_names_what_is_missing_and_counts_the_names() -> None:
+    events: list[dict[str, Any]] = [
+        {"cat": "cpu_op", "name": "aten::convolution"},
+        {"cat": "cpu_op"},  # no name: counted as ""
+        {"cat": "user_annotation", "name": "Optimizer.step#SGD.step"},
+        {"cat": "kernel", "name": "aten::convolution_backward"},  # not an operator category
+        {"cat": "cpu_op", "name": "aten::convolution_backward_x"},  # not the name, and no '#' to end a prefix
+    ]
+    with pytest.raises(Failed) as failed:
+        checks_profiler.operators(events)
+    assert str(failed.value) == (
+        "torch.profiler's Chrome trace lacks aten::convolution_backward (4 operator names recorded): "
+        "the profiler did not record the training step"
+    )
+    two = [{"cat": "cpu_op", "name": "aten::convolutionX"}, {"cat": "cpu_op", "name": "aten::linear"}]
+    with pytest.raises(Failed) as failed:
+        checks_profiler.operators(two)
+    assert "lacks aten::convolution, aten::convolution_backward, Optimizer.step# (2 operator names" in str(failed.value)
+
+
+def test_no_kernel_with_libcupti_loaded_names_the_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    maps = (
+        "7f00-7f01 r-xp 00000000 08:01 1 /usr/lib/libc.so.6\n"
+        "7f02-7f03 r-xp 00000000 08:01 2 /opt/venv/nvidia/cuda_cupti/lib/libcupti.so.12\n"
+    )
+    with files(monkeypatch, checks_cpu, {"/proc/self/maps": maps}), pytest.raises(Failed) as failed:
+        checks_profiler.kernels([{"cat": "cpu_op"}])
+    assert str(failed.value) == (
+        "torch.profiler recorded no CUDA kernel although /opt/venv/nvidia/cuda_cupti/lib/libcupti.so.12 is loaded"
+    )
+    assert checks_profiler.kernels([{"cat": "kernel"}, {"cat": "kernel"}, {"cat": "cpu_op"}]) == 2
+
+
+def test_cupti_package_reads_torchs_own_requirement(monkeypatch: pytest.MonkeyPatch) -> None:
+    def requires(name: str) -> list[str]:
+        if name != "torch":
+            raise metadata.PackageNotFoundError(name)
+        return ["filelock", 'nvidia-cuda-cupti-cu12==12.8.90; platform_system == "Linux"']
+
+    monkeypatch.setattr(metadata, "requires", requires)  # checks_profiler calls metadata.requires
+    assert checks_profiler.cupti_package() == "install nvidia-cuda-cupti-cu12==12.8.90 (torch's requirement)"
+
+
+# --- checks_determinism ---------------------------------------------------------------------------------
+
+
+def test_a_runs_report_is_read_only_after_a_clean_exit(tmp_path: Path) -> None:
+    log, report = tmp_path / "run2.log", tmp_path / "run2.json"
+    log.write_text("one\ntwo\nthree\nTraceback: boom\n")
+    report.write_text(json.dumps({"deterministic": True, "losses": []}))
+    assert checks_determinism._report(2, procs.Finished(0, str(log), 1.0), str(report)) == {
+        "deterministic": True,
+        "losses": [],
+    }
+    with pytest.raises(Failed) as failed:
+        checks_determinism._report(2, procs.Finished(1, str(log), 1.0), str(report))
+    assert str(failed.value) == "run 2 exited with code 1: two | three | Traceback: boom"
+    with pytest.raises(Failed) as failed:
+        checks_determinism._report(2, procs.Finished(0, str(log), 1.0), str(tmp_path / "missing.json"))
+    assert str(failed.value) == "run 2 exited with code 0: two | three | Traceback: boom"
+
+
+def test_compare_names_the_run_and_both_digests() -> None:
+    good = {"deterministic": True, "losses": [(1.5).hex(), (0.5).hex()], "weights": "a" * 20}
+    with pytest.raises(Failed) as failed:
+        checks_determinism.compare(good, dict(good, deterministic=False))
+    assert str(failed.value).startswith("run 2: ")
+    with pytest.raises(Failed) as failed:
+        checks_determinism.compare(dict(good, deterministic=False), good)
+    assert str(failed.value).startswith("run 1: ")
+    with pytest.raises(Failed) as failed:
+        checks_determinism.compare(good, dict(good, weights="b" * 20))
+    assert "(digest aaaaaaaaaaaa against bbbbbbbbbbbb)" in str(failed.value)
