@@ -1,17 +1,18 @@
-"""builder/resolve's JSON shapes and flag readings at their edges: lookup's result object field by field (a CUDA
+"""builder/resolve's JSON shapes and messages at their edges: lookup's result object field by field (a CUDA
 and a CPU combination), explain's verdict with and without --here, a check in JSON, the lines CANNOT TELL prints,
---cuda's wheel spellings and --variant's refusal. Written for the survivors of `bench/mutation.py resolve`
-(docs/mutation.md)."""
+--cuda's wheel spellings, --variant's refusal and the message when nothing is valid. Written for the survivors
+of `bench/mutation.py resolve` (docs/mutation.md)."""
 
 from __future__ import annotations
 
 import pytest
 from matrix_kit import query, real
 
-from builder.core.errors import UsageError
+from builder.core.errors import NoMatchError, UsageError
+from builder.resolve.choose import choose, failure_message
 from builder.resolve.facts import Facts
 from builder.resolve.report import explanation_json, result_json
-from builder.resolve.resolver import Explanation, lookup
+from builder.resolve.resolver import Explanation, Lookup, lookup
 from builder.resolve.rules.check import Check, Missing, not_checked
 from builder.resolve.verdict import Answer, check_json, status_words, verdict
 
@@ -150,3 +151,28 @@ def test_an_unknown_variant_is_refused_with_the_nearest_and_the_known_ones() -> 
         "--variant: 'cu1244' is not a wheel variant in the matrix (did you mean 'cu124'?) "
         "(known: cpu, cu116, cu117, cu118, cu121, cu124, cu126, cu128, cu129, cu130, cu132)"
     )
+
+
+# --- choose: the message of a NoMatchError ---------------------------------------------------------------
+
+
+def test_failure_message_shows_eight_reasons_then_counts_the_rest() -> None:
+    notes = tuple(f"note {n}" for n in range(1, 11))
+    assert failure_message(Lookup((), (), notes[:8])) == "\n".join(
+        ["no valid combination (0 ruled out)", *(f"  note {n}" for n in range(1, 9))]  # a note has no count
+    )
+    assert failure_message(Lookup((), (), notes), "nothing") == "\n".join(
+        ["nothing (0 ruled out)", *(f"  note {n}" for n in range(1, 9)), "  ... and 2 more reasons"]
+    )
+
+
+def test_choose_names_the_architectures_only_when_several_were_asked() -> None:
+    with pytest.raises(NoMatchError) as one:
+        choose(M, query(M, driver="418", arch="sm_90"))
+    assert str(one.value) == (
+        "no valid combination (616 ruled out)\n  sm_90 (Hopper) needs driver >= 520.56.06; driver 418 (any 418.x, "
+        "read as the newest) lacks it  (616 combinations)"
+    )
+    with pytest.raises(NoMatchError) as two:
+        choose(M, query(M, driver="418", arch=("sm_90", "sm_80")))
+    assert str(two.value).startswith("no valid combination runs on all of sm_90, sm_80 (616 ruled out)\n")
