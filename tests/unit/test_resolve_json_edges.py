@@ -1,18 +1,23 @@
 """builder/resolve's JSON shapes and messages at their edges: lookup's result object field by field (a CUDA
 and a CPU combination), explain's verdict with and without --here, a check in JSON, the lines CANNOT TELL prints,
---cuda's wheel spellings, --variant's refusal and the message when nothing is valid. Written for the survivors
+--cuda's wheel spellings, --variant's refusal, the message when nothing is valid, choose with a problem and
+an ONNX Runtime release the matrix does not record. Written for the survivors
 of `bench/mutation.py resolve` (docs/mutation.md)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from matrix_kit import query, real
+from packaging.version import Version
 
 from builder.core.errors import NoMatchError, UsageError
 from builder.resolve.choose import choose, failure_message
 from builder.resolve.facts import Facts
 from builder.resolve.report import explanation_json, result_json
 from builder.resolve.resolver import Explanation, Lookup, lookup
+from builder.resolve.rules import rule_onnxruntime
 from builder.resolve.rules.check import Check, Missing, not_checked
 from builder.resolve.verdict import Answer, check_json, status_words, verdict
 
@@ -176,3 +181,31 @@ def test_choose_names_the_architectures_only_when_several_were_asked() -> None:
     with pytest.raises(NoMatchError) as two:
         choose(M, query(M, driver="418", arch=("sm_90", "sm_80")))
     assert str(two.value).startswith("no valid combination runs on all of sm_90, sm_80 (616 ruled out)\n")
+
+
+def test_choose_with_a_problem_takes_the_best_without_one_or_names_the_best_ones() -> None:
+    q = query(M, torch="2.5.1", python="3.11", os="debian12")
+    ranked = [r.combo.id for r in lookup(M, q).valid]
+    assert len(ranked) >= 3
+    picked = choose(M, q, lambda c: None if c.id != ranked[0] else "no nvidia/cuda image")
+    assert (picked.result.combo.id, picked.valid_count) == (ranked[1], len(ranked) - 1)
+    assert picked.describe() == f"chose {ranked[1]} (the best of {len(ranked) - 1} valid combinations)"
+    with pytest.raises(NoMatchError) as none:
+        choose(M, q, lambda c: f"no image for {c.variant.name}")
+    best = lookup(M, q).valid[0].combo
+    assert str(none.value) == (
+        f"none of the {len(ranked)} valid combinations can be built this way; the best, "
+        f"{best.id}: no image for {best.variant.name}"
+    )
+
+
+def test_an_onnxruntime_release_the_matrix_does_not_record_is_not_checked() -> None:
+    c = lookup(M, query(M, torch="2.14.1", variant="cpu", python="3.11", os="debian12")).valid[0].combo
+    found = rule_onnxruntime(F, replace(query(M), inference=True, onnxruntime=Version("0.0.1")), c)
+    assert found == Check(
+        "onnxruntime",
+        True,
+        "matrix.toml does not record onnxruntime==0.0.1",
+        ("pypi-onnxruntime",),
+        Missing.FACT,
+    )
