@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from smoke_kit import context
 
-from builder.smoke import checks_cpu, checks_determinism, checks_gpu, checks_profiler, procs
+from builder.smoke import checks_cpu, checks_ddp, checks_determinism, checks_gpu, checks_profiler, procs
 from builder.smoke.framework import Failed, Skipped
 
 
@@ -207,3 +207,66 @@ def test_compare_names_the_run_and_both_digests() -> None:
     with pytest.raises(Failed) as failed:
         checks_determinism.compare(good, dict(good, weights="b" * 20))
     assert "(digest aaaaaaaaaaaa against bbbbbbbbbbbb)" in str(failed.value)
+
+
+# --- checks_ddp -----------------------------------------------------------------------------------------
+
+
+def ddp_rank(number: int, **changes: Any) -> dict[str, Any]:
+    found = {
+        "rank": number,
+        "world": 3,
+        "before": f"start{number}",
+        "broadcast": "rank0-weights",
+        "after": "trained-digest-0123456789",
+        "grad_error": 0.0,
+        "grad_spread": 0.3,
+        "losses": [2.0, 1.9, 1.0, 1.7],
+        "step_seconds": 0.05,
+    }
+    found.update(changes)
+    return found
+
+
+def test_ddp_collect_when_every_rank_finished_or_wrote_its_report(tmp_path: Path) -> None:
+    for number in (0, 1):
+        (tmp_path / f"rank{number}.json").write_text(json.dumps(ddp_rank(number)))
+    hung = procs.Finished(None, str(tmp_path / "torchrun.log"), 84.0)
+    with pytest.raises(Failed) as failed:
+        checks_ddp.collect(str(tmp_path), 2, hung, 84.0)
+    assert str(failed.value).endswith("ranks were stopped): every rank had finished")
+    crashed = procs.Finished(3, str(tmp_path / "torchrun.log"), 9.0)  # no torchrun log: nothing to quote
+    with pytest.raises(Failed) as failed:
+        checks_ddp.collect(str(tmp_path), 2, crashed, 84.0)
+    assert str(failed.value) == "torchrun exited with code 3: every rank wrote its report"
+    assert [r["rank"] for r in checks_ddp.collect(str(tmp_path), 2, procs.Finished(0, "", 9.0), 84.0)] == [0, 1]
+    (tmp_path / "rank1.json").unlink()
+    with pytest.raises(Failed) as failed:  # a clean exit all the same: a rank is missing
+        checks_ddp.collect(str(tmp_path), 2, procs.Finished(0, str(tmp_path / "torchrun.log"), 9.0), 84.0)
+    assert str(failed.value) == "torchrun exited with code 0: rank 1 wrote nothing"
+
+
+def test_ddp_verdict_bounds_and_lines() -> None:
+    at_tolerance = [ddp_rank(0), ddp_rank(1, grad_error=checks_ddp.GRAD_TOLERANCE), ddp_rank(2)]
+    with pytest.raises(Failed, match="rank 1: DDP's gradient differs"):
+        checks_ddp.verdict(at_tolerance)  # the tolerance itself is too much
+    with pytest.raises(Failed) as failed:
+        checks_ddp.verdict([ddp_rank(0, grad_spread=0.0), ddp_rank(1, grad_spread=0.0), ddp_rank(2, grad_spread=0.0)])
+    assert str(failed.value) == "every rank computed the same gradient: the ranks did not train on different data"
+    drifted = [ddp_rank(0), ddp_rank(1, after="drifted-digest-abcdefghij"), ddp_rank(2, after="other")]
+    with pytest.raises(Failed) as failed:
+        checks_ddp.verdict(drifted)
+    assert str(failed.value) == (
+        "after 4 steps the parameters of rank(s) 1, 2 differ from rank 0's "
+        "(digest drifted-dige against trained-dige): the ranks desynchronised"
+    )
+    # the last loss against 90 % of the first (1.8): the second or the last but one would decide otherwise
+    for losses in ([2.0, 1.9, 1.9, 1.7], [2.0, 1.0, 1.0, 1.7]):
+        assert checks_ddp.verdict([ddp_rank(n, losses=losses) for n in range(3)])["last_loss"] == 1.7
+    edge = [2.0, 1.0, 1.9, 1.8]  # exactly 90 % of the start is not below it
+    with pytest.raises(Failed) as failed:
+        checks_ddp.verdict([ddp_rank(n, losses=edge) for n in range(3)])
+    assert str(failed.value) == (
+        "the loss (mean over the ranks) went 2.0000 -> 1.8000 in 4 steps; expected below 90% of the start"
+    )
+    assert checks_ddp.verdict([ddp_rank(n, losses=[2.0, 3.0, 1.0, 1.7]) for n in range(3)]) is not None
