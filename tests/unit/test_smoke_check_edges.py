@@ -7,7 +7,10 @@ reading and libcupti's package, and how a determinism run's report is read. Writ
 from __future__ import annotations
 
 import json
+import platform
 import subprocess
+import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -18,7 +21,16 @@ from typing import Any
 import pytest
 from smoke_kit import context
 
-from builder.smoke import checks_cpu, checks_ddp, checks_determinism, checks_gpu, checks_profiler, procs
+from builder.smoke import (
+    checks_compile,
+    checks_cpu,
+    checks_ddp,
+    checks_determinism,
+    checks_gpu,
+    checks_onnx,
+    checks_profiler,
+    procs,
+)
 from builder.smoke.framework import Failed, Skipped
 
 
@@ -270,3 +282,81 @@ def test_ddp_verdict_bounds_and_lines() -> None:
         "the loss (mean over the ranks) went 2.0000 -> 1.8000 in 4 steps; expected below 90% of the start"
     )
     assert checks_ddp.verdict([ddp_rank(n, losses=[2.0, 3.0, 1.0, 1.7]) for n in range(3)]) is not None
+
+
+# --- checks_onnx, checks_compile, checks_determinism: what a torch module has or lacks -------------------
+
+
+def test_onnxruntime_missing_fails_an_inference_image_and_skips_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises ImportError
+    with pytest.raises(Failed) as failed:
+        checks_onnx.onnxruntime(context(tmp_path, flavor="inference"))
+    assert str(failed.value).startswith("an inference image without a working onnxruntime: import of onnxruntime")
+    with pytest.raises(Skipped) as skipped:
+        checks_onnx.onnxruntime(context(tmp_path, flavor="runtime"))
+    assert str(skipped.value) == "no onnxruntime (not an inference image)"
+
+
+def test_first_line_of_an_error() -> None:
+    assert checks_compile._first_line(RuntimeError("")) == "RuntimeError: "
+    assert checks_compile._first_line(ValueError("  first\nsecond")) == "ValueError: first"
+
+
+def fake_inductor(monkeypatch: pytest.MonkeyPatch, **settings: Any) -> list[dict[str, Any]]:
+    """torch._inductor.config with these settings (dotted names: nested); what config.patch was given."""
+    patched: list[dict[str, Any]] = []
+
+    def patch(known: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        patched.append(known)
+        return ("patch", known)
+
+    config = types.SimpleNamespace(patch=patch)
+    for name, value in settings.items():
+        holder = config
+        *parents, last = name.split(".")
+        for part in parents:
+            holder = holder.__dict__.setdefault(part, types.SimpleNamespace())
+        setattr(holder, last, value)
+    inductor = types.ModuleType("torch._inductor")
+    inductor.config = config  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    monkeypatch.setitem(sys.modules, "torch._inductor", inductor)
+    return patched
+
+
+@pytest.mark.parametrize(
+    ("machine", "expected"),
+    [
+        ("x86_64", {"compile_threads": 1, "cpp_cache_precompile_headers": False, "cpp.vec_isa_ok": True}),
+        ("AMD64", {"compile_threads": 1, "cpp_cache_precompile_headers": False, "cpp.vec_isa_ok": True}),
+        ("aarch64", {"compile_threads": 1, "cpp_cache_precompile_headers": False}),
+    ],
+)
+def test_fast_inductor_sets_what_this_inductor_has(
+    monkeypatch: pytest.MonkeyPatch, machine: str, expected: dict[str, Any]
+) -> None:
+    patched = fake_inductor(
+        monkeypatch, compile_threads=8, cpp_cache_precompile_headers=True, **{"cpp.vec_isa_ok": None}
+    )
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    assert checks_compile._fast_inductor(None) == ("patch", expected)
+    assert patched == [expected]
+
+
+def test_fast_inductor_leaves_out_settings_an_older_inductor_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_inductor(monkeypatch, compile_threads=8, cpp=types.SimpleNamespace())  # no cpp.vec_isa_ok, no headers
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    assert checks_compile._fast_inductor(None) == ("patch", {"compile_threads": 1})
+
+
+def test_determinism_needs_use_deterministic_algorithms(monkeypatch: pytest.MonkeyPatch) -> None:
+    old = types.ModuleType("torch")
+    old.__version__ = "1.7.1"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", old)
+    with pytest.raises(Skipped) as skipped:
+        checks_determinism._torch()
+    assert str(skipped.value) == "torch 1.7.1 has no torch.use_deterministic_algorithms (torch >= 1.8)"
+    old.use_deterministic_algorithms = print  # type: ignore[attr-defined]
+    assert checks_determinism._torch() is old
