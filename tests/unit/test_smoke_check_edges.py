@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_torch import FakeImage, Installer
 from smoke_kit import context
 
 from builder.smoke import (
@@ -360,3 +361,29 @@ def test_determinism_needs_use_deterministic_algorithms(monkeypatch: pytest.Monk
     assert str(skipped.value) == "torch 1.7.1 has no torch.use_deterministic_algorithms (torch >= 1.8)"
     old.use_deterministic_algorithms = print  # type: ignore[attr-defined]
     assert checks_determinism._torch() is old
+
+
+# --- checks_gpu._cuda and unreachable: the whole lines ---------------------------------------------------
+
+
+def test_a_device_node_without_cuda_and_require_gpu_without_a_gpu_give_whole_lines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    Installer(monkeypatch)(FakeImage(gpus=()))
+    monkeypatch.setattr(checks_gpu, "DEVICE_NODES", str(tmp_path / "dev" / "nvidia[0-9]*"))
+    monkeypatch.setattr(checks_gpu, "driver_version", lambda: "550.54.15")
+    with pytest.raises(Failed) as failed:
+        checks_gpu._cuda(context(tmp_path, require_gpu=True))
+    assert str(failed.value) == (
+        "--require-gpu, but torch.cuda.is_available() is False (no GPU visible, or the driver is too old for this "
+        "CUDA build)"
+    )
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidia1").touch()
+    with pytest.raises(Failed) as failed:
+        checks_gpu._cuda(context(tmp_path, min_driver=None))
+    assert str(failed.value) == (
+        f"{tmp_path}/dev/nvidia1 exists but torch.cuda.is_available() is False: the host's driver is 550.54.15; "
+        "this image (CUDA 13.0) needs driver >= unknown (no manifest). Update the host driver, or start the "
+        "container with the NVIDIA runtime (--gpus)"
+    )
