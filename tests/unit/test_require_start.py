@@ -158,6 +158,13 @@ def test_a_driver_value_that_is_no_version_fails_and_raises_nothing(condition: s
     assert rule_container_start(F, parse_driver("550.54.15"), (), f"{condition} cuda>=12.0").ok
 
 
+def test_a_missing_minor_or_part_is_zero() -> None:
+    assert holds("cuda>=12", driver="525.60.13")  # the 525 branch reports CUDA 12.0: 12 is 12.0
+    assert not holds("cuda>12", driver="525.60.13")
+    assert holds("driver>=550", driver="550.0.0")  # 550 is 550.0.0
+    assert holds("driver=550", driver="550.0.0")
+
+
 def test_a_bare_branch_driver_is_padded_too() -> None:
     assert holds("driver>=550.0.0", driver="550")
     assert not holds("driver>550.0.0", driver="550")

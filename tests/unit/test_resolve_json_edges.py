@@ -15,7 +15,7 @@ from packaging.version import Version
 from builder.core.errors import NoMatchError, UsageError
 from builder.resolve.choose import choose, failure_message
 from builder.resolve.facts import Facts
-from builder.resolve.report import explanation_json, result_json
+from builder.resolve.report import explanation_json, result_json, verdict_json
 from builder.resolve.resolver import Explanation, Lookup, lookup
 from builder.resolve.rules import rule_onnxruntime
 from builder.resolve.rules.check import Check, Missing, not_checked
@@ -209,3 +209,19 @@ def test_an_onnxruntime_release_the_matrix_does_not_record_is_not_checked() -> N
         ("pypi-onnxruntime",),
         Missing.FACT,
     )
+
+
+def test_verdict_json_reads_open_inputs_as_conditions_by_default() -> None:
+    # lookup --json calls it without `here`
+    assert verdict_json((OPEN_DRIVER,)) == {
+        "verdict": "runs-with",
+        "conditions": ["driver >= 525.60.13"],
+        "to_tell": [],
+    }
+    assert verdict_json((OPEN_DRIVER,), here=True)["verdict"] == "cannot-tell"
+
+
+def test_a_result_without_code_for_the_gpu_says_none_and_no_code() -> None:
+    rejected = lookup(M, query(M, torch="2.0.1", arch="sm_120")).rejected
+    found = result_json(F, rejected[0])
+    assert (found["arch_support"], found["arch_code"]) == ("none", None)
