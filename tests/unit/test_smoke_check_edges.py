@@ -25,9 +25,11 @@ from smoke_kit import context
 from builder.smoke import (
     checks_compile,
     checks_cpu,
+    checks_data,
     checks_ddp,
     checks_determinism,
     checks_gpu,
+    checks_gpu_perf,
     checks_onnx,
     checks_profiler,
     procs,
@@ -151,6 +153,7 @@ def test_operators_names_what_is_missing_and_counts_the_names() -> None:
     events: list[dict[str, Any]] = [
         {"cat": "cpu_op", "name": "aten::convolution"},
         {"cat": "cpu_op"},  # no name: counted as ""
+        {"cat": "cpu_op", "name": ""},  # the same name
         {"cat": "user_annotation", "name": "Optimizer.step#SGD.step"},
         {"cat": "kernel", "name": "aten::convolution_backward"},  # not an operator category
         {"cat": "cpu_op", "name": "aten::convolution_backward_x"},  # not the name, and no '#' to end a prefix
@@ -387,3 +390,24 @@ def test_a_device_node_without_cuda_and_require_gpu_without_a_gpu_give_whole_lin
         "this image (CUDA 13.0) needs driver >= unknown (no manifest). Update the host driver, or start the "
         "container with the NVIDIA runtime (--gpus)"
     )
+
+
+def test_squares_items_are_3x64x64_filled_with_their_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[tuple[Any, float]] = []
+
+    def full(shape: Any, value: float) -> float:
+        made.append((shape, value))
+        return value
+
+    torch = types.ModuleType("torch")
+    torch.full = full  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    assert checks_data.Squares(5)[3] == 3.0
+    assert made == [((3, 64, 64), 3.0)]
+
+
+def test_sizes_are_the_small_ones_on_a_small_device(tmp_path: Path) -> None:
+    ctx = context(tmp_path)
+    assert checks_gpu_perf._sizes(ctx, "full", "small") == "full"
+    ctx.small = True
+    assert checks_gpu_perf._sizes(ctx, "full", "small") == "small"
