@@ -225,3 +225,16 @@ def test_a_result_without_code_for_the_gpu_says_none_and_no_code() -> None:
     rejected = lookup(M, query(M, torch="2.0.1", arch="sm_120")).rejected
     found = result_json(F, rejected[0])
     assert (found["arch_support"], found["arch_code"]) == ("none", None)
+
+
+@pytest.mark.parametrize(
+    ("gpu", "on"),
+    [((), "a data-center GPU (assumed: no --gpu given)"), (("H100",), "NVIDIA H100")],
+)
+def test_forward_compatibility_names_the_gpu_or_says_it_assumed_one(gpu: tuple[str, ...], on: str) -> None:
+    q = query(M, driver="535", forward_compat=True, torch="2.14.1", variant="cu130", python="3.11", gpu=gpu)
+    found = lookup(M, q).valid[0]
+    assert [c.reason for c in found.checks if c.rule == "driver-cuda"] == [
+        f"driver branch 535 runs CUDA 13.0 through forward compatibility on {on}; the image needs the cuda-compat "
+        "package (nvidia/cuda 13.0.2 carries it)"
+    ]
