@@ -12,11 +12,13 @@ import pytest
 from matrix_kit import query, real
 from packaging.version import Version
 
+from builder.core.archs import parse_arch
 from builder.core.errors import NoMatchError, UsageError
 from builder.resolve.choose import choose, failure_message
 from builder.resolve.facts import Facts
 from builder.resolve.report import explanation_json, result_json, verdict_json
 from builder.resolve.resolver import Explanation, Lookup, lookup
+from builder.resolve.rules import arch as arch_rule
 from builder.resolve.rules import rule_onnxruntime
 from builder.resolve.rules.check import Check, Missing, not_checked
 from builder.resolve.verdict import Answer, check_json, status_words, verdict
@@ -237,4 +239,23 @@ def test_forward_compatibility_names_the_gpu_or_says_it_assumed_one(gpu: tuple[s
     assert [c.reason for c in found.checks if c.rule == "driver-cuda"] == [
         f"driver branch 535 runs CUDA 13.0 through forward compatibility on {on}; the image needs the cuda-compat "
         "package (nvidia/cuda 13.0.2 carries it)"
+    ]
+
+
+def test_ptx_of_the_gpus_own_architecture_runs_on_it() -> None:
+    assert arch_rule._ptx_runs(parse_arch("sm_90"), parse_arch("sm_90"))
+    assert arch_rule._ptx_runs(parse_arch("sm_80"), parse_arch("sm_90"))
+    assert not arch_rule._ptx_runs(parse_arch("sm_100"), parse_arch("sm_90"))
+
+
+def test_a_gpu_whose_first_driver_is_not_recorded_is_not_checked_with_its_sources() -> None:
+    found = lookup(M, query(M, driver="580", gpu="GTX 750 Ti")).valid[0]
+    assert [c for c in found.checks if c.rule == "driver-gpu"] == [
+        Check(
+            "driver-gpu",
+            True,
+            "the first driver of GeForce GTX 750 Ti is not recorded",
+            ("nvidia-gpu-tables", "nvidia-arch-matrix"),
+            Missing.FACT,
+        )
     ]
