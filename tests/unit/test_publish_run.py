@@ -274,3 +274,29 @@ def test_a_group_that_cannot_be_planned_fails_alone(fakes: PublishFakes, tmp_pat
     assert [i.reason for i in report.items if i.status == "failed"] == ["no base image"]
     assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
     assert alias_statuses(report)["latest-runtime"] == "moved"
+
+
+def test_aliases_only_reports_each_item_with_its_reference_and_reason(fakes: PublishFakes, tmp_path: Path) -> None:
+    # written for the survivors of `bench/mutation.py publish` (docs/mutation.md)
+    run(fakes, tmp_path, aliases=False)
+    del fakes.registry.refs[CU126_RUNTIME]
+    report, _ = run(fakes, tmp_path / "aliases", aliases_only=True)
+    by_id = {i.id: i for i in report.items}
+    missing = by_id["torch2.14.1-cu126-py3.11-debian12-runtime"]
+    assert (missing.status, missing.ref, missing.reason) == (
+        "failed",
+        CU126_RUNTIME,
+        "not in the registry with this content",
+    )
+    held = [i for i in report.items if i.status == "skipped"]
+    assert len(held) == len(report.items) - 1
+    assert all(i.ref.startswith(f"{REPO}:") and i.id.startswith("torch2.") for i in held)
+    assert {i.ref for i in held} >= {NEWEST_RUNTIME}
+
+
+def test_the_json_report_rounds_seconds_to_a_tenth_and_is_indented(tmp_path: Path) -> None:
+    report = Report([], [], 12.345)
+    assert report.as_json()["summary"] == {"seconds": 12.3}
+    path = tmp_path / "report.json"
+    write_report(report, path)
+    assert path.read_text().startswith('{\n  "schema": 1,\n  "total": 0,\n  "summary": {\n    "seconds": 12.3\n  },')
