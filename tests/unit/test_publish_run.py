@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from fake_engine import wall_off_the_engine
@@ -18,6 +20,8 @@ from publish_kit import REPO, PublishFakes, fakes_for
 
 from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
+from builder.core.kinds import Platform
+from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
@@ -300,3 +304,10 @@ def test_the_json_report_rounds_seconds_to_a_tenth_and_is_indented(tmp_path: Pat
     path = tmp_path / "report.json"
     write_report(report, path)
     assert path.read_text().startswith('{\n  "schema": 1,\n  "total": 0,\n  "summary": {\n    "seconds": 12.3\n  },')
+
+
+def test_on_platforms_keeps_the_items_of_the_platforms_asked_or_all() -> None:
+    amd, arm = (cast(Item, SimpleNamespace(combo=SimpleNamespace(platform=p))) for p in Platform)
+    assert on_platforms([amd, arm], (Platform.ARM64,)) == [arm]
+    assert on_platforms([amd, arm], (Platform.AMD64,)) == [amd]
+    assert on_platforms([amd, arm], ()) == [amd, arm]
