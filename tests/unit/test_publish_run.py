@@ -311,3 +311,16 @@ def test_on_platforms_keeps_the_items_of_the_platforms_asked_or_all() -> None:
     assert on_platforms([amd, arm], (Platform.ARM64,)) == [arm]
     assert on_platforms([amd, arm], (Platform.AMD64,)) == [amd]
     assert on_platforms([amd, arm], ()) == [amd, arm]
+
+
+def test_each_alias_result_names_its_target_and_how_it_moved(fakes: PublishFakes, tmp_path: Path) -> None:
+    local, log = run(fakes, tmp_path, push=False)
+    assert {(a.alias, a.status, a.target, a.reason) for a in local.aliases} == {
+        (alias, "moved", target, "locally (no push)") for alias, target in ALIASES.items()
+    }
+    assert all(f"MOVE  {REPO}:{alias} -> {target} (local only)" in log for alias, target in ALIASES.items())
+    run(fakes, tmp_path / "first")
+    again, _ = run(fakes, tmp_path / "again")  # the registry holds every alias with this content already
+    assert {(a.alias, a.status, a.target) for a in again.aliases} == {
+        (alias, "unchanged", target) for alias, target in ALIASES.items()
+    }
