@@ -259,3 +259,16 @@ def test_a_gpu_whose_first_driver_is_not_recorded_is_not_checked_with_its_source
             Missing.FACT,
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("torch", "variant", "codes"),
+    [
+        ("2.5.1", "cu124", "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90; no PTX"),
+        ("2.8.0", "cu129", "sm_70 sm_75 sm_80 sm_86 sm_90 sm_100 sm_120; PTX sm_120"),
+    ],
+)
+def test_without_a_gpu_the_condition_lists_the_builds_code(torch: str, variant: str, codes: str) -> None:
+    found = lookup(M, query(M, torch=torch, variant=variant, python="3.11", driver="580")).valid[0]
+    assert arch_rule.gpu_condition(found.combo) == f"a GPU the build has code for ({codes})"
+    assert [c.condition for c in found.checks if c.rule == "arch-torch"] == [f"a GPU the build has code for ({codes})"]
