@@ -34,9 +34,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = "3.8.1"  # the version pyproject's `mutation` extra pins
 UNIT = "tests/unit"
-# mutmut's trampolines deepen every call: this case of 1000 nested requirement files then hits Python's recursion
-# limit on the clean code, and mutmut stops before its first mutant.
-DESELECT = "--deselect=tests/unit/test_hostile.py::test_hostile_input[--requirements deep nesting]"
+DESELECT = (
+    # mutmut's trampolines deepen every call: this case of 1000 nested requirement files then hits Python's
+    # recursion limit on the clean code, and mutmut stops before its first mutant.
+    "tests/unit/test_hostile.py::test_hostile_input[--requirements deep nesting]",
+    # hadolint over every shape of rendered Dockerfile: 122 s of the resolve group's 184 s of tests (measured in
+    # mutmut's stats, 2026-12-02, load average 2-6), and it reaches nearly every resolve function, so each mutant
+    # that survives the other tests would run it too (a run of the group would take hours). What it holds is the
+    # templates' Dockerfile syntax, not resolve's choices; the unit tier runs it.
+    "tests/unit/test_render_matrix.py::test_every_rendered_dockerfile_passes_hadolint",
+)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,12 @@ def test_files(group: Group) -> list[str]:
     modules = [f[:-3].replace("/", ".") for f in mutated_files(group)]
     packages = {m.rsplit(".", 1)[0] for m in modules if m.endswith("__init__")}
     names = [re.escape(m) for m in modules if not m.endswith("__init__")] + [re.escape(p) + r"\b" for p in packages]
+    # `from builder.smoke import checks_cpu` (one line, or a parenthesised list) imports the module too
+    names += [
+        rf"from\s+{re.escape(m.rsplit('.', 1)[0])}\s+import\s+\(?[\w\s,]*\b{re.escape(m.rsplit('.', 1)[1])}\b"
+        for m in modules
+        if "." in m and not m.endswith("__init__")
+    ]
     wanted = re.compile("|".join(names))
     found = {f.name for f in (ROOT / UNIT).glob("test_*.py") if f.name != "test_mutants.py"}
     chosen = {name for name in found if wanted.search((ROOT / UNIT / name).read_text(encoding="utf-8"))}
@@ -90,11 +103,29 @@ def prepare(group: Group, work: Path) -> Path:
         if source.is_file() and not source.is_symlink():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, folder / name)
-    # tests read them (test_docs_truth checks that every file the docs name exists: .ci/run, bench/*.py)
-    copied = ("matrix.toml", "templates", "examples", "README.md", "docs", "scripts", ".github", ".ci", "bench")
+    # tests read them (test_docs_truth checks that every file the docs name exists: .ci/run, bench/*.py;
+    # test_render_matrix lints with .hadolint.yaml, and hadolint given a missing config prints no JSON)
+    copied = (
+        "matrix.toml",
+        "templates",
+        "examples",
+        "README.md",
+        "docs",
+        "scripts",
+        ".github",
+        ".ci",
+        "bench",
+        ".hadolint.yaml",
+    )
     lines = ["[mutmut]", "source_paths = builder", "also_copy =", *(f"    {c}" for c in copied)]
     lines += ["only_mutate =", *(f"    {f}" for f in mutated_files(group))]
-    lines += ["pytest_add_cli_args =", "    -p", "    no:cacheprovider", "    -q", f"    {DESELECT}"]
+    lines += [
+        "pytest_add_cli_args =",
+        "    -p",
+        "    no:cacheprovider",
+        "    -q",
+        *(f"    --deselect={d}" for d in DESELECT),
+    ]
     lines += ["pytest_add_cli_args_test_selection =", *(f"    {t}" for t in test_files(group))]
     lines += ["use_git_change_detection = false", ""]
     (folder / "setup.cfg").write_text("\n".join(lines), encoding="utf-8")

@@ -67,7 +67,10 @@ def _holds(condition: str, driver: Driver, reported: tuple[int, int], known: fro
     if key == "cuda":
         major, _, minor = value.partition(".")
         return _compare(reported, (int(major), int(minor or 0)), op)
-    want = driver_version(value)
+    try:
+        want = driver_version(value)
+    except ValueError:  # `driver>=abc` matches the grammar's characters but is no driver version: it fails too
+        return False
     width = max(len(driver.parts), len(want.parts))
     mine = driver.parts + (0,) * (width - len(driver.parts))
     return _compare(mine, want.parts + (0,) * (width - len(want.parts)), op)

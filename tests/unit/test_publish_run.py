@@ -11,6 +11,8 @@ import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from fake_engine import wall_off_the_engine
@@ -18,6 +20,8 @@ from publish_kit import REPO, PublishFakes, fakes_for
 
 from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
+from builder.core.kinds import Platform
+from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
@@ -274,3 +278,49 @@ def test_a_group_that_cannot_be_planned_fails_alone(fakes: PublishFakes, tmp_pat
     assert [i.reason for i in report.items if i.status == "failed"] == ["no base image"]
     assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
     assert alias_statuses(report)["latest-runtime"] == "moved"
+
+
+def test_aliases_only_reports_each_item_with_its_reference_and_reason(fakes: PublishFakes, tmp_path: Path) -> None:
+    # written for the survivors of `bench/mutation.py publish` (docs/mutation.md)
+    run(fakes, tmp_path, aliases=False)
+    del fakes.registry.refs[CU126_RUNTIME]
+    report, _ = run(fakes, tmp_path / "aliases", aliases_only=True)
+    by_id = {i.id: i for i in report.items}
+    missing = by_id["torch2.14.1-cu126-py3.11-debian12-runtime"]
+    assert (missing.status, missing.ref, missing.reason) == (
+        "failed",
+        CU126_RUNTIME,
+        "not in the registry with this content",
+    )
+    held = [i for i in report.items if i.status == "skipped"]
+    assert len(held) == len(report.items) - 1
+    assert all(i.ref.startswith(f"{REPO}:") and i.id.startswith("torch2.") for i in held)
+    assert {i.ref for i in held} >= {NEWEST_RUNTIME}
+
+
+def test_the_json_report_rounds_seconds_to_a_tenth_and_is_indented(tmp_path: Path) -> None:
+    report = Report([], [], 12.345)
+    assert report.as_json()["summary"] == {"seconds": 12.3}
+    path = tmp_path / "report.json"
+    write_report(report, path)
+    assert path.read_text().startswith('{\n  "schema": 1,\n  "total": 0,\n  "summary": {\n    "seconds": 12.3\n  },')
+
+
+def test_on_platforms_keeps_the_items_of_the_platforms_asked_or_all() -> None:
+    amd, arm = (cast(Item, SimpleNamespace(combo=SimpleNamespace(platform=p))) for p in Platform)
+    assert on_platforms([amd, arm], (Platform.ARM64,)) == [arm]
+    assert on_platforms([amd, arm], (Platform.AMD64,)) == [amd]
+    assert on_platforms([amd, arm], ()) == [amd, arm]
+
+
+def test_each_alias_result_names_its_target_and_how_it_moved(fakes: PublishFakes, tmp_path: Path) -> None:
+    local, log = run(fakes, tmp_path, push=False)
+    assert {(a.alias, a.status, a.target, a.reason) for a in local.aliases} == {
+        (alias, "moved", target, "locally (no push)") for alias, target in ALIASES.items()
+    }
+    assert all(f"MOVE  {REPO}:{alias} -> {target} (local only)" in log for alias, target in ALIASES.items())
+    run(fakes, tmp_path / "first")
+    again, _ = run(fakes, tmp_path / "again")  # the registry holds every alias with this content already
+    assert {(a.alias, a.status, a.target) for a in again.aliases} == {
+        (alias, "unchanged", target) for alias, target in ALIASES.items()
+    }
