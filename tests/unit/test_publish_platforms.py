@@ -205,3 +205,21 @@ def test_bake_carries_each_targets_platform(tmp_path: Path) -> None:
     images = {name: t for name, t in data["target"].items() if "inherits" in t}
     assert {tuple(t["platforms"]) for t in images.values()} == {("linux/amd64",), ("linux/arm64",)}
     assert sorted(tag for t in images.values() for tag in t["tags"]) == [f"{REPO}:{TAG}-amd64", f"{REPO}:{TAG}-arm64"]
+
+
+TWO = BOTH + BOTH.replace('name = "both"', 'name = "both312"').replace(
+    'flavors = ["runtime"]', 'flavors = ["runtime"]\npython = ["3.12"]'
+)
+
+
+def test_without_push_every_index_is_held_with_why_and_each_platform_is_tagged_here(tmp_path: Path) -> None:
+    fakes = fakes_for(TWO, tmp_path)
+    report, log = run(fakes, tmp_path, push=False)
+    tags = [TAG, TAG.replace("py3.11", "py3.12")]
+    assert [(i.tag, i.status, i.reason) for i in report.indexes] == [
+        (tag, AliasStatus.HELD, "--no-push: an index lives in a registry") for tag in tags
+    ]
+    assert [line for line in log if line.startswith("LOCAL ")] == [
+        f"LOCAL {tag}: no --push, no index (each platform is tagged <tag>-<arch> here)" for tag in tags
+    ]
+    assert fakes.pushed() == [] and fakes.registry.written == []

@@ -324,3 +324,17 @@ def test_each_alias_result_names_its_target_and_how_it_moved(fakes: PublishFakes
     assert {(a.alias, a.status, a.target) for a in again.aliases} == {
         (alias, "unchanged", target) for alias, target in ALIASES.items()
     }
+
+
+def test_aliases_only_fails_each_item_of_a_group_that_cannot_be_planned_and_checks_the_rest(
+    fakes: PublishFakes, tmp_path: Path
+) -> None:
+    run(fakes, tmp_path, aliases=False)
+    pplan = plan_publish(fakes.m, fakes.items, [])
+    broken = pplan.groups[0]  # two items: each fails with the group's reason
+    pplan = replace(pplan, groups=(replace(broken, plan=None, problem="no base image"), *pplan.groups[1:]))
+    settings = PublishSettings(repo=REPO, out_root=tmp_path / "again", aliases_only=True)
+    report = publish(pplan, settings, list[str]().append, fakes.factory, fakes.registry_for)
+    by_id = {i.id: (i.status, i.reason) for i in report.items}
+    assert [by_id[item.id] for item in broken.items] == [("failed", "no base image")] * 2
+    assert {by_id[item.id][0] for group in pplan.groups[1:] for item in group.items} == {"skipped"}
