@@ -21,6 +21,7 @@ from publish_kit import REPO, PublishFakes, fakes_for
 from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
 from builder.core.kinds import Platform
+from builder.engine import RegistryAuth
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
@@ -338,3 +339,21 @@ def test_aliases_only_fails_each_item_of_a_group_that_cannot_be_planned_and_chec
     by_id = {i.id: (i.status, i.reason) for i in report.items}
     assert [by_id[item.id] for item in broken.items] == [("failed", "no base image")] * 2
     assert {by_id[item.id][0] for group in pplan.groups[1:] for item in group.items} == {"skipped"}
+
+
+def test_an_alias_takes_the_local_image_else_pulls_it_and_both_use_the_registry_login(
+    fakes: PublishFakes, tmp_path: Path
+) -> None:
+    auth = RegistryAuth("ci", "not-a-real-secret")
+    run(fakes, tmp_path, auth=auth)
+    assert [args for op, args in fakes.ops() if op == "pull"] == []  # each alias's image was built here
+    for alias in ALIASES:
+        del fakes.registry.refs[f"{REPO}:{alias}"]
+    fresh = PublishFakes(fakes.m, fakes.items, registry=fakes.registry)  # another machine: nothing local
+    report, _ = run(fresh, tmp_path / "fresh", aliases_only=True, auth=auth)
+    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
+    pulls = [c for e in fresh.engines for c in e.of("pull")]
+    assert sorted({c.args[0] for c in pulls}) == sorted(set(ALIASES.values()))
+    pushes = [c for e in fresh.engines for c in e.of("push")]
+    assert sorted(c.args[0] for c in pushes) == sorted(f"{REPO}:{alias}" for alias in ALIASES)
+    assert {c.auth for c in pulls + pushes} == {auth}
