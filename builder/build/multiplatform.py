@@ -24,6 +24,7 @@ from builder.engine import Engine, split_ref
 from builder.oci.refs import parse_repo
 from builder.render.tags import ImageTags, index_tag, member_tag
 from builder.trust import cosign
+from builder.trust.attest import signing_key_of
 from builder.trust.keys import SigningKey
 
 Log = Callable[[str], None]
@@ -164,6 +165,6 @@ def build_platforms(
                    for p in plans}  # fmt: skip
         content = combined_hash({p.combination.platform: p.content_hash for p in plans})
         shown = tags if settings.aliases else ImageTags(tags.immutable, ())
-        key = settings.trust.key if settings.trust is not None else None
+        key = signing_key_of(settings.trust)
         run.indexes.append(publish_index(registry, settings.repo, shown, members, content, log, run.failed, key=key))
     return run

@@ -31,7 +31,7 @@ from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.zstd_copies import ZstdResult, published_tags, write_zstd_copies
 from builder.render.tags import ImageTags
-from builder.trust.attest import TrustSettings
+from builder.trust.attest import TrustSettings, signing_key_of
 
 Log = Callable[[str], None]
 
@@ -153,8 +153,7 @@ def _zstd_copies(
         [(i.tag, i.status) for i in report.indexes],
         [(a.alias, a.status, a.target) for a in report.aliases],
     )
-    key = settings.trust.key if settings.trust is not None else None
-    return write_zstd_copies(registry.client, settings.repo, published, log, key)
+    return write_zstd_copies(registry.client, settings.repo, published, log, signing_key_of(settings.trust))
 
 
 def _run_all(
@@ -241,7 +240,7 @@ def _write_indexes(
         problems = {m.item.combo.platform: _member_problem(m, results, registry, settings.repo) for m in index.members}
         failed = {p: why for p, why in problems.items() if why}
         immutable = ImageTags(index.tags.immutable, ())
-        key = settings.trust.key if settings.trust is not None else None
+        key = signing_key_of(settings.trust)
         found.append(
             publish_index(registry, settings.repo, immutable, members, index.content_hash, log, failed, key=key)
         )

@@ -32,6 +32,11 @@ class TrustSettings:
     materials: tuple[slsa.Material, ...] = ()  # matrix.toml, base images: the build adds the Dockerfile
 
 
+def signing_key_of(trust: TrustSettings | None) -> SigningKey | None:
+    """The key a build's or a publish's trust settings sign with (None: no trust settings, or no key)."""
+    return trust.key if trust is not None else None
+
+
 @dataclass
 class Attested:
     digest: str  # the image's
