@@ -46,8 +46,8 @@ class SmokeFlags:
         if self.arch is not None:  # 8.9 and sm_89 alike: the suite gets the name
             object.__setattr__(self, "arch", parse_arch(self.arch).name)
         _expectations(self.expect_values)
-        for prefix in self.only:
-            _check_prefix(prefix)
+        if self.only:
+            _check_prefixes(self.only)
         wanted = parse_platform(self.platform) if self.platform else Platform.here() or Platform.AMD64
         object.__setattr__(self, "wanted", wanted)
 
@@ -63,12 +63,13 @@ class SmokeFlags:
         )
 
 
-def _check_prefix(prefix: str) -> None:
+def _check_prefixes(prefixes: tuple[str, ...]) -> None:
     """--only names checks by the start of their names (docs/smoke.md): one that starts no name is a typo."""
     names = [c.name for c in load_checks()]
-    if not any(name.startswith(prefix) for name in names):
-        groups = sorted({name.split(".")[0] + "." for name in names if "." in name})
-        raise UsageError(f"--only {prefix!r}: no check's name starts with it (e.g. {', '.join(groups)})")
+    for prefix in prefixes:
+        if not any(name.startswith(prefix) for name in names):
+            groups = sorted({name.split(".")[0] + "." for name in names if "." in name})
+            raise UsageError(f"--only {prefix!r}: no check's name starts with it (e.g. {', '.join(groups)})")
 
 
 @click.command("smoke")
