@@ -1,11 +1,15 @@
-"""Helpers for the smoke-suite tests: a Context from a manifest, one check run in-process."""
+"""Helpers for the smoke-suite tests: a Context from a manifest, one check run in-process, files read from memory."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_torch import manifest
 
 from builder.smoke.expect import load
@@ -30,3 +34,21 @@ def run(name: str, ctx: Context) -> Result:
 def outcome(name: str, ctx: Context) -> tuple[str, str]:
     result = run(name, ctx)
     return result.status, result.message
+
+
+@contextmanager
+def files(monkeypatch: pytest.MonkeyPatch, module: Any, contents: dict[str, str | None]) -> Iterator[None]:
+    """`open` in `module` reads these paths from memory (None: the file is missing); other paths as they are."""
+    real_open = open
+
+    def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
+        if path in contents:
+            text = contents[path]
+            if text is None:
+                raise FileNotFoundError(path)
+            return StringIO(text)
+        return real_open(path, *args, **kwargs)
+
+    with monkeypatch.context() as m:
+        m.setattr(module, "open", fake_open, raising=False)
+        yield

@@ -11,16 +11,13 @@ import platform
 import subprocess
 import sys
 import types
-from collections.abc import Iterator
-from contextlib import contextmanager
 from importlib import metadata
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_torch import FakeImage, Installer
-from smoke_kit import context
+from smoke_kit import context, files
 
 from builder.smoke import (
     checks_compile,
@@ -35,25 +32,6 @@ from builder.smoke import (
     procs,
 )
 from builder.smoke.framework import Failed, Skipped
-
-
-@contextmanager
-def files(monkeypatch: pytest.MonkeyPatch, module: Any, contents: dict[str, str | None]) -> Iterator[None]:
-    """`open` in `module` reads these paths from memory (None: the file is missing); other paths as they are."""
-    real_open = open
-
-    def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
-        if path in contents:
-            text = contents[path]
-            if text is None:
-                raise FileNotFoundError(path)
-            return StringIO(text)
-        return real_open(path, *args, **kwargs)
-
-    with monkeypatch.context() as m:
-        m.setattr(module, "open", fake_open, raising=False)
-        yield
-
 
 # --- checks_gpu.driver_version --------------------------------------------------------------------------
 

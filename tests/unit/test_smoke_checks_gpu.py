@@ -11,14 +11,13 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
-from io import StringIO
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_torch import Extension, FakeImage, FakeTrainer, Gpu, Installer
-from smoke_kit import CHECKS, context, outcome
+from smoke_kit import CHECKS, context, files, outcome
 
 from builder.smoke import checks_gpu
 from builder.smoke.framework import FAIL, PASS, SKIP
@@ -180,20 +179,8 @@ def test_an_unknown_driver_or_minimum_is_not_compared(
     assert outcome("gpu.devices", context(tmp_path, min_driver=None))[0] == PASS
 
 
-@contextmanager
-def proc_version(monkeypatch: pytest.MonkeyPatch, text: str | None) -> Iterator[None]:
-    real_open = open
-
-    def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
-        if path == "/proc/driver/nvidia/version":
-            if text is None:
-                raise FileNotFoundError(path)
-            return StringIO(text)
-        return real_open(path, *args, **kwargs)
-
-    with monkeypatch.context() as m:
-        m.setattr(checks_gpu, "open", fake_open, raising=False)
-        yield
+def proc_version(monkeypatch: pytest.MonkeyPatch, text: str | None) -> AbstractContextManager[None]:
+    return files(monkeypatch, checks_gpu, {"/proc/driver/nvidia/version": text})
 
 
 def test_driver_version_from_proc(monkeypatch: pytest.MonkeyPatch) -> None:
