@@ -10,6 +10,9 @@ builder/core/stage_times.py), the smoke suite's wall time (`torchyard smoke`, no
 after each: the machine is shared, so the numbers are upper bounds under the load shown.
 
     python bench/cold_bench.py [--torch 2.14.1] [--skip-tutorial] [--skip-smoke] [--keep] [--in-place MANIFEST]
+                               [--save-manifest PATH]
+
+--save-manifest PATH copies the built image's /etc/torchyard/manifest.json out, for a following --in-place run.
 
 --in-place MANIFEST builds the experiment of bench/inplace_variant.py instead of the rendered venv stage.
 
@@ -90,6 +93,16 @@ def smoke(tag: str) -> float:
     return time.monotonic() - start
 
 
+def save_manifest(tag: str, path: Path) -> None:
+    out = subprocess.run(
+        [DOCKER, "run", "--rm", "--entrypoint", "cat", tag, "/etc/torchyard/manifest.json"],
+        capture_output=True,
+        check=True,
+        text=True,
+    )
+    path.write_text(out.stdout, encoding="utf-8")
+
+
 def cache_records() -> set[str]:
     out = subprocess.run([DOCKER, "system", "df", "-v"], capture_output=True, text=True, check=True).stdout
     part = out.split("Build cache usage", 1)[-1].splitlines()[3:]
@@ -98,8 +111,15 @@ def cache_records() -> set[str]:
 
 def clean(tags: list[str], before: set[str]) -> None:
     subprocess.run([DOCKER, "rmi", *tags], capture_output=True, check=False)
-    for record in sorted(cache_records() - before):
-        subprocess.run([DOCKER, "builder", "prune", "-f", "--filter", f"id={record}"], capture_output=True, check=False)
+    left = cache_records() - before
+    while left:  # a record is pruned only once the records built on it are gone: passes until none goes
+        for record in sorted(left):
+            prune = [DOCKER, "builder", "prune", "-f", "--filter", f"id={record}"]
+            subprocess.run(prune, capture_output=True, check=False)
+        now = cache_records() - before
+        if now == left:
+            break
+        left = now
 
 
 def main() -> None:
@@ -110,6 +130,9 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the images and cache records")
     parser.add_argument("--work", type=Path, default=None, help="folder for the context and logs")
     parser.add_argument("--in-place", type=Path, default=None, metavar="MANIFEST", help="bench/inplace_variant.py")
+    parser.add_argument(
+        "--save-manifest", type=Path, default=None, metavar="PATH", help="copy the image's manifest here (--in-place)"
+    )
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the torchyard checkout that renders (default: this one)"
     )
@@ -128,6 +151,9 @@ def main() -> None:
             result["tutorial_load_before"] = uptime()
             wall, _ = build(ROOT / "bench" / "tutorial.Dockerfile", empty, tag, work / "tutorial.log")
             result.update(tutorial_s=round(wall, 1), tutorial_load_after=uptime())
+            if not args.keep:  # its ~6 GB go before torchyard's build needs the disk
+                clean([tag], before)
+                tags.remove(tag)
         context = work / "context"
         render(args.torch, context, args.root)
         dockerfile = context / "Dockerfile"
@@ -140,6 +166,8 @@ def main() -> None:
         wall, stages = build(dockerfile, context, tag, work / "torchyard.log")
         result.update(torchyard_build_s=round(wall, 1), stages=stages, torchyard_load_after=uptime())
         print(f"torchyard build {wall:.1f} s: {describe(stages)}", flush=True)
+        if args.save_manifest:
+            save_manifest(tag, args.save_manifest)
         if not args.skip_smoke:
             result["smoke_s"] = round(smoke(tag), 1)
             result["smoke_load_after"] = uptime()

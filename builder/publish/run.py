@@ -252,7 +252,9 @@ def _member_problem(member: IndexMember, results: dict[str, ItemResult], registr
     not build it (--only, one platform per CI job) and the registry does not hold it with its content."""
     result = results.get(member.item.id)
     if result is not None:
-        return "" if result.status in (Status.BUILT, Status.SKIPPED) else (result.reason.splitlines() or [""])[0]
+        if result.status in (Status.BUILT, Status.SKIPPED):
+            return ""
+        return (result.reason.splitlines() or [str(result.status)])[0]  # a failure without a reason still holds
     if registry.holds(f"{repo}:{member.tag}", member.content_hash, member.item.combo.platform.value):
         return ""
     return f"{repo}:{member.tag} is not published with its current content (this run did not build it)"

@@ -27,7 +27,7 @@ import builder.engine.probe
 from builder.build.plan import Plan
 from builder.build.registry import Registry
 from builder.build.suite import OUT
-from builder.core.errors import BuildError
+from builder.core.errors import BuildError, PushError
 from builder.core.kinds import Platform
 from builder.core.versions import minor_str
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
@@ -84,11 +84,16 @@ class FakeRegistry(Registry):
         self.images: dict[str, tuple[str, str]] = {}  # ref -> (platform, manifest digest), what was pushed
         self.indexes: dict[str, tuple[dict[str, str], str]] = {}  # ref -> ({platform: digest}, content hash)
         self.written: list[str] = []  # refs an index was written under, in order
+        # ref -> the platforms of the index under it (buildx pushes one even for one platform): the labels of
+        # another platform are refused, as the real client's are
+        self.index_platforms: dict[str, set[str]] = {}
 
     def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
         if self.error is not None:
             raise self.error
+        if ref in self.index_platforms and platform not in self.index_platforms[ref]:
+            raise PushError(f"the registry holds no {platform} image under this tag")
         found = self.refs.get(ref)
         return None if found is None else dict(found)
 
