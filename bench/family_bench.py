@@ -1,6 +1,9 @@
 """The image family side by side, in one run (issue 14): what sharing per-library layers saves, and the cold build.
 
-    sudo .venv/bin/python bench/family_bench.py --markdown [--json results.json]
+    sudo .venv/bin/python bench/family_bench.py --markdown [--json results.json] [--sharing-only]
+
+--sharing-only leaves out the tutorial's and `--installer pip`'s cold builds (bench/cold_bench.py times the cold
+build against the tutorial on the shared engine): the layer sharing, sizes and pulls only.
 
 Images (Debian 12, Python 3.11, the PyPI default cu130 wheels): torch 2.14.1 runtime first, then 2.14.0 (the same
 NVIDIA pins: cuDNN 9.24.0.43, NCCL 2.30.7, cuda-toolkit 13.0.3), then 2.13.0 (cuDNN 9.20.0.48, NCCL 2.29.7), then the
@@ -197,7 +200,7 @@ def packages(manifest: dict[str, Any]) -> list[str]:
     return sorted(p for p in found if not p.startswith("pip=="))
 
 
-def bench(work: Path) -> dict[str, Any]:
+def bench(work: Path, sharing_only: bool = False) -> dict[str, Any]:
     registry = Registry(work / "registry")
     repo = f"{registry.host}/family/torch"
     docker = host_network_docker(work)
@@ -210,14 +213,16 @@ def bench(work: Path) -> dict[str, Any]:
     results: dict[str, Any] = {"base": BASE, "os_stage_kept": kept}
     try:
         engine.load(BASE)
-        tutorial_s, tutorial_size = tutorial(engine)
-        results["tutorial"] = {"seconds": tutorial_s, "size": tutorial_size}
-        save(work, results)
-        engine.forget()  # cold again
-        pip_s, pip_stages, pip_packages = pip_build_stage(engine, first.torch, work / "pip")
-        results["pip"] = {"seconds": pip_s, "stages": pip_stages}
-        save(work, results)
-        engine.forget()  # cold again
+        pip_packages: list[str] | None = None
+        if not sharing_only:
+            tutorial_s, tutorial_size = tutorial(engine)
+            results["tutorial"] = {"seconds": tutorial_s, "size": tutorial_size}
+            save(work, results)
+            engine.forget()  # cold again
+            pip_s, pip_stages, pip_packages = pip_build_stage(engine, first.torch, work / "pip")
+            results["pip"] = {"seconds": pip_s, "stages": pip_stages}
+            save(work, results)
+            engine.forget()  # cold again
         torchyard_build(engine, first, repo, work / "first", docker)
         engine.forget_downloads()
         results["payload"] = payload(engine, first.ref)
@@ -225,9 +230,10 @@ def bench(work: Path) -> dict[str, Any]:
                                             "/etc/torchyard/manifest.json").stdout)  # fmt: skip
         uv_packages = packages(manifest)
         results["uv_packages"] = uv_packages
-        results["pip"] |= {"same_packages": pip_packages == uv_packages,
-                           "only_pip": sorted(set(pip_packages) - set(uv_packages)),
-                           "only_uv": sorted(set(uv_packages) - set(pip_packages))}  # fmt: skip
+        if pip_packages is not None:
+            results["pip"] |= {"same_packages": pip_packages == uv_packages,
+                               "only_pip": sorted(set(pip_packages) - set(uv_packages)),
+                               "only_uv": sorted(set(uv_packages) - set(pip_packages))}  # fmt: skip
         torchyard_build(engine, devel, repo, work / "first", docker, need=6e9)  # on the first's layers: sizes
         push(engine, first, registry)
         for image in (first, devel):
@@ -258,13 +264,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--json", metavar="FILE", help="also write the results here")
+    parser.add_argument(
+        "--sharing-only", action="store_true", help="no tutorial and no --installer pip build (bench/cold_bench.py)"
+    )
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("the pull engine needs root (a dockerd in a network namespace of its own)")
     check_disk()
     work = Path(tempfile.mkdtemp(prefix="torchyard-family-bench-", dir="/var/tmp"))
     try:
-        results = bench(work)
+        results = bench(work, args.sharing_only)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if args.json:

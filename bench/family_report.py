@@ -20,12 +20,24 @@ def _differ(pip: dict[str, Any]) -> str:
     return "" if pip["same_packages"] else f"; only with pip: {pip['only_pip']}, only with uv: {pip['only_uv']}"
 
 
+def _cold_lines(first: dict[str, Any], tut: dict[str, Any] | None, pip: dict[str, Any] | None, count: int) -> list[str]:
+    if tut is None or pip is None:
+        return [f"- Cold builds: not run (--sharing-only). Stages of the first image: {_stages(first['stages'])}."]
+    cold = first["seconds"] / tut["seconds"]
+    return [
+        f"- Cold build: torchyard {first['seconds']:.0f} s (smoke suite included) / tutorial {tut['seconds']:.0f} s "
+        f"= {cold:.2f} (goal <= 0.8: {_verdict(cold, GOALS['cold'])}). Stages: {_stages(first['stages'])}.",
+        f"- `--installer pip`, cold, up to the same point of the build (its build stage): {pip['seconds']:.0f} s "
+        f"({_stages(pip['stages'])}), against uv's build stage {first['stages'].get('build', 0):.0f} s and "
+        f"{first['stages'].get('uv', 0):.0f} s for uv itself. The same distributions, versions included: "
+        f"{'yes' if pip['same_packages'] else 'NO'} ({count}, pip itself aside{_differ(pip)}).",
+    ]
+
+
 def markdown(r: dict[str, Any]) -> str:
     first, same, other, devel = (dict(i) for i in r["images"])
-    pip = r["pip"]
-    tut = r["tutorial"]
+    pip, tut = r.get("pip"), r.get("tutorial")  # None: --sharing-only
     part = r["payload"]
-    cold = first["seconds"] / tut["seconds"]
     payload = part["base"] + part["apt"] + part["venv"]
     lines = [
         "Command: `sudo .venv/bin/python bench/family_bench.py --markdown` (cold: in the bench's own dockerd, its "
@@ -54,17 +66,12 @@ def markdown(r: dict[str, Any]) -> str:
         f"- Following image with the same NVIDIA pins pushes {push_ratio:.1%} of its compressed size "
         f"(goal < 25 %: {_verdict(push_ratio, GOALS['push'])}); a pull of it after {first['torch']} downloads "
         f"{pull_ratio:.1%} ({_verdict(pull_ratio, GOALS['pull'])}).",
-        f"- Cold build: torchyard {first['seconds']:.0f} s (smoke suite included) / tutorial {tut['seconds']:.0f} s "
-        f"= {cold:.2f} (goal <= 0.8: {_verdict(cold, GOALS['cold'])}). Stages: {_stages(first['stages'])}.",
-        f"- `--installer pip`, cold, up to the same point of the build (its build stage): {pip['seconds']:.0f} s "
-        f"({_stages(pip['stages'])}), against uv's build stage {first['stages'].get('build', 0):.0f} s and "
-        f"{first['stages'].get('uv', 0):.0f} s for uv itself. The same distributions, versions included: "
-        f"{'yes' if pip['same_packages'] else 'NO'} ({len(r['uv_packages'])}, pip itself aside{_differ(pip)}).",
+        *_cold_lines(first, tut, pip, len(r["uv_packages"])),
         f"- The os stage stayed cached for the following images: {r['os_stage_kept']}.",
         f"- Size: {first['size'] / GB:.2f} GB = {size_ratio:.3f} x (base {part['base'] / MB:.0f} MB + os packages "
         f"{part['apt'] / MB:.0f} MB + venv {part['venv'] / GB:.2f} GB by du; the venv's layers "
-        f"{part['venv_layers'] / GB:.2f} GB) (goal <= 1.02: {_verdict(size_ratio, GOALS['size'])}); the tutorial "
-        f"image {tut['size'] / GB:.2f} GB.",
+        f"{part['venv_layers'] / GB:.2f} GB) (goal <= 1.02: {_verdict(size_ratio, GOALS['size'])})"
+        + (f"; the tutorial image {tut['size'] / GB:.2f} GB." if tut else "."),
         f"- devel / runtime: {devel['size'] / GB:.2f} GB / {first['size'] / GB:.2f} GB = "
         f"{devel['size'] / first['size']:.2f}.",
     ]
