@@ -67,6 +67,8 @@ def _check_prefixes(prefixes: tuple[str, ...]) -> None:
     """--only names checks by the start of their names (docs/smoke.md): one that starts no name is a typo."""
     names = [c.name for c in load_checks()]
     for prefix in prefixes:
+        if not prefix:  # it starts every name: `--only ""` would run the whole suite as if no --only were given
+            raise UsageError("--only '': an empty prefix names no check (leave --only out to run every check)")
         if not any(name.startswith(prefix) for name in names):
             groups = sorted({name.split(".")[0] + "." for name in names if "." in name})
             raise UsageError(f"--only {prefix!r}: no check's name starts with it (e.g. {', '.join(groups)})")

@@ -336,6 +336,7 @@ def smoke_engine(engines: Engines, ours: bool = True) -> FakeEngine:
             "--only 'gpus': no check's name starts with it (e.g. arch., compile., ddp., determinism., devel., "
             "gpu., import., libs., onnx., profiler., train., version.)",
         ),
+        (("--only", ""), "--only '': an empty prefix names no check (leave --only out to run every check)"),
     ],
 )
 def test_bad_smoke_arguments_are_refused_before_the_engine(
