@@ -318,7 +318,7 @@ def _move_aliases(
             log(f"HOLD  {ref}: {', '.join(failed)} failed")
             continue
         if move.index is not None:
-            moved.append(_move_index_alias(pplan, move.index, move.alias, registry, settings, log, indexes))
+            moved.append(_move_index_alias(move.index, move.alias, registry, settings, log, indexes))
             continue
         owner_plan = pplan.group_of(move.owner).plan
         assert owner_plan is not None, "aliases come from planned groups only"
@@ -327,9 +327,8 @@ def _move_aliases(
 
 
 def _move_index_alias(
-    pplan: PublishPlan, index: IndexPlan, alias: str, registry: Registry, settings: PublishSettings, log: Log,
-    written: set[str],
-) -> AliasResult:  # fmt: skip
+    index: IndexPlan, alias: str, registry: Registry, settings: PublishSettings, log: Log, written: set[str]
+) -> AliasResult:
     """The alias names the same index as the immutable tag (written again under the alias: no pull, no push)."""
     assert index.tags is not None, "aliases come from planned indexes only"
     target = f"{settings.repo}:{index.tags.immutable}"
