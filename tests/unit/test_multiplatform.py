@@ -28,7 +28,7 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def plans() -> tuple[Plan, Plan]:
     return plan(AMD64_ID), plan(ARM64_ID)
 

@@ -38,12 +38,12 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def wheels_plan() -> Plan:
     return plan(IDENT)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def ext_plan() -> Plan:
     """--arch sm_89 --extension examples/addone: the devel image is checked with cuobjdump."""
     return plan(IDENT, archs=(arch("sm_89"),), extensions=(addone(),))

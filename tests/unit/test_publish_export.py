@@ -47,12 +47,12 @@ REPO = "ghcr.io/acme/torch"
 CANDIDATES = "ghcr.io/acme/torch-candidates"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def m(tmp_path_factory: pytest.TempPathFactory) -> Matrix:
     return matrix_with(SET, tmp_path_factory.mktemp("export"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def items(m: Matrix) -> list[Item]:
     return expand(m)[0]
 

@@ -64,12 +64,12 @@ ITEMS = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def m(tmp_path_factory: pytest.TempPathFactory) -> Matrix:
     return matrix_with(SET, tmp_path_factory.mktemp("publish-set"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def expanded(m: Matrix) -> tuple[list[Item], list[tuple[str, str, str]]]:
     items, excluded = expand(m)
     return items, [(e.entry, e.id, e.reason) for e in excluded]

@@ -36,7 +36,7 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def wheels_plan() -> Plan:
     return plan(IDENT)
 
