@@ -21,7 +21,7 @@ import builder.publish.plan as publish_plan
 import builder.publish.run as publish_run
 from builder.build.pipeline import BuildSettings
 from builder.core.errors import BuildError, Interrupted, TorchyardError
-from builder.core.kinds import Platform, Status
+from builder.core.kinds import AliasStatus, Platform, Status
 from builder.engine import RegistryAuth
 from builder.publish.items import Excluded, expand
 from builder.publish.plan import plan_publish
@@ -73,8 +73,13 @@ def run(fakes: PublishFakes, tmp_path: Path, **options: Any) -> tuple[Report, li
 # --- run: what each group's build is given ------------------------------------------------------------------
 
 
-def test_every_publish_setting_reaches_each_groups_build(fakes: PublishFakes, tmp_path: Path) -> None:
+def test_every_publish_setting_reaches_each_groups_build(tmp_path: Path) -> None:
+    fakes = fakes_for(
+        SET.replace('flavors = ["runtime", "devel"]', 'flavors = ["runtime", "devel"]\nrequire_archs = ["sm_90"]'),
+        tmp_path,
+    )
     group = plan_publish(fakes.m, fakes.items, []).groups[0]
+    assert group.require_archs == ("sm_90",)
     trust, gate = TrustSettings(facts={"matrix": "abc"}), object()
     settings = PublishSettings(
         repo=REPO, out_root=tmp_path, jobs=2, gpus="all", auth=AUTH, push=False, pip_conf="[global]\n",
@@ -135,7 +140,8 @@ def test_the_zstd_copies_are_signed_with_the_publishs_key(tmp_path: Path, monkey
 class Watch:
     """FakeEngine.build, slowed down and watched: how many builds run at once, in which threads."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, seconds: float, others: int = 0) -> None:
+        self.others = others  # builds a failing build waits for
         self.lock = threading.Lock()
         self.running = self.most = 0
         self.threads: set[str] = set()
@@ -149,6 +155,10 @@ class Watch:
             try:
                 if engine.fail_build is None:
                     time.sleep(seconds)
+                else:  # fail only once every other group is building: Ctrl-C then finds them running
+                    deadline = time.monotonic() + 10
+                    while self.running < self.others + 1 and time.monotonic() < deadline:
+                        time.sleep(0.01)
                 return real(engine, request, on_line)
             finally:
                 with self.lock:
@@ -171,7 +181,7 @@ def test_jobs_bound_the_groups_built_at_once(
 def test_ctrl_c_waits_for_the_running_groups_and_says_what_it_stopped(
     fakes: PublishFakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    watch = Watch(monkeypatch, 0.5)
+    watch = Watch(monkeypatch, 0.5, others=2)
     fakes.fault(CU130, fail_build=KeyboardInterrupt())
     with pytest.raises(Interrupted) as raised:
         run(fakes, tmp_path, jobs=3)
@@ -210,14 +220,14 @@ def test_a_failed_group_says_why_in_its_log_and_its_items_with_secrets_masked(
     ]
     masked = str(fault).replace("ci:hunter2@", "***@")
     assert {i.reason for i in failed} == {masked}
-    assert all(isinstance(i.seconds, float) and 0 <= i.seconds < 60 for i in failed)
+    assert all(isinstance(i.seconds, float) and 0 < i.seconds < 60 for i in failed)
     group_log = (tmp_path / "work" / CU130.replace("/", "__") / "publish.log").read_text()
     assert f"{line}{masked}\n" in group_log and "hunter2" not in group_log
 
 
 def test_each_item_reports_its_time_and_security_and_logs_ok_then_skip(fakes: PublishFakes, tmp_path: Path) -> None:
     report, log = run(fakes, tmp_path)
-    assert all(isinstance(i.seconds, float) and i.security == {} for i in report.items)
+    assert all(isinstance(i.seconds, float) and i.seconds > 0 and i.security == {} for i in report.items)
     first = report.items[0]
     assert f"OK    {first.id}: built {first.ref}" in log
     again = PublishFakes(fakes.m, fakes.items, registry=fakes.registry)
@@ -318,4 +328,19 @@ def test_the_entrys_options_and_the_runs_reach_every_item(tmp_path: Path) -> Non
         "pip",
         network,
         "mirror.example:5000",
+    )
+
+
+def test_an_alias_without_push_needs_the_image_in_the_local_engine(fakes: PublishFakes, tmp_path: Path) -> None:
+    plan = plan_publish(fakes.m, fakes.items, []).groups[0].plan
+    assert plan is not None
+    settings = PublishSettings(repo=REPO, out_root=tmp_path, push=False)
+    immutable = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
+    moved = publish_run._move(fakes.factory(), fakes.registry, plan, immutable, f"{REPO}:2.14-cuda13.0-runtime",
+                              settings, print)  # fmt: skip
+    assert (moved.alias, moved.status, moved.target, moved.reason) == (
+        "2.14-cuda13.0-runtime",
+        AliasStatus.HELD,
+        immutable,
+        f"{immutable} is not in the local engine",
     )
