@@ -15,6 +15,7 @@ from publish_kit import REPO, PublishFakes, fakes_for
 import builder.publish.plan as publish_plan
 import builder.publish.run as publish_run
 from builder.build.multiplatform import IndexResult
+from builder.build.plan import make_plan as real_make_plan
 from builder.core.errors import TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.publish.items import Item
@@ -54,12 +55,11 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def no_arm64_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planning any arm64 combination fails, as a matrix without an arm64 base for it would."""
-    real = publish_plan.make_plan
 
     def make_plan(m: Any, combo: Any, options: Any) -> Any:
         if combo.platform is Platform.ARM64:
             raise TorchyardError("no arm64 base image recorded")
-        return real(m, combo, options)
+        return real_make_plan(m, combo, options)
 
     monkeypatch.setattr(publish_plan, "make_plan", make_plan)
 

@@ -10,7 +10,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from fake_engine import FakeEngine, wall_off_the_engine
@@ -19,7 +19,9 @@ from publish_kit import REPO, PublishFakes, fakes_for, matrix_with
 import builder.publish.items as publish_items
 import builder.publish.plan as publish_plan
 import builder.publish.run as publish_run
+from builder.build.gate import SecurityGate
 from builder.build.pipeline import BuildSettings
+from builder.build.plan import make_plan as real_make_plan
 from builder.core.errors import BuildError, Interrupted, TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.engine import RegistryAuth
@@ -80,11 +82,11 @@ def test_every_publish_setting_reaches_each_groups_build(tmp_path: Path) -> None
     )
     group = plan_publish(fakes.m, fakes.items, []).groups[0]
     assert group.require_archs == ("sm_90",)
-    trust, gate = TrustSettings(facts={"matrix": "abc"}), object()
+    trust, gate = TrustSettings(facts={"matrix": "abc"}), cast(SecurityGate, object())
     settings = PublishSettings(
         repo=REPO, out_root=tmp_path, jobs=2, gpus="all", auth=AUTH, push=False, pip_conf="[global]\n",
         provenance=(("source", "https://example.org/repo"),), trust=trust, security_gate=gate, epoch=1700000000,
-    )  # type: ignore[arg-type]  # fmt: skip
+    )  # fmt: skip
     assert publish_run._build_settings(group, settings, tmp_path / "g") == BuildSettings(
         repo=REPO,
         flavors=tuple(i.flavor for i in group.items),
@@ -99,7 +101,7 @@ def test_every_publish_setting_reaches_each_groups_build(tmp_path: Path) -> None
         provenance=(("source", "https://example.org/repo"),),
         trust=trust,
         member=False,
-        security_gate=gate,  # type: ignore[arg-type]
+        security_gate=gate,
         epoch=1700000000,
     )
 
@@ -124,7 +126,12 @@ def test_the_registry_login_reaches_every_registry_client(
 
 def test_the_zstd_copies_are_signed_with_the_publishs_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, ...]] = []
-    monkeypatch.setattr(publish_run, "write_zstd_copies", lambda *args: calls.append(args) or [])
+
+    def write_zstd_copies(*args: Any) -> list[object]:
+        calls.append(args)
+        return []
+
+    monkeypatch.setattr(publish_run, "write_zstd_copies", write_zstd_copies)
     key = object()
     settings = PublishSettings(repo=REPO, out_root=tmp_path, trust=TrustSettings(key=key))  # type: ignore[arg-type]
     fakes = fakes_for(SET, tmp_path)
@@ -251,12 +258,10 @@ def test_excluded_items_are_reported_last_with_their_reason(fakes: PublishFakes,
 
 
 def failing_plan(monkeypatch: pytest.MonkeyPatch, variant: str) -> None:
-    real = publish_plan.make_plan
-
     def make_plan(m: Any, combo: Any, options: Any) -> Any:
         if combo.variant.name == variant:
             raise TorchyardError(f"no base image for {variant}")
-        return real(m, combo, options)
+        return real_make_plan(m, combo, options)
 
     monkeypatch.setattr(publish_plan, "make_plan", make_plan)
 
