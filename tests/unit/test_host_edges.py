@@ -34,6 +34,12 @@ def test_fields_nvidia_smi_cannot_fill_are_unknown_not_guessed() -> None:
     assert reading.driver == "535.104.05"
 
 
+def test_a_driver_that_sees_no_device_is_still_read_from_nvidia_smi() -> None:
+    reading = read_gpus(machine(NO_DEVICES, smi_code=6, driver="590.48.01"))
+    assert (reading.source, reading.driver, reading.gpus) == ("nvidia-smi", "590.48.01", [])
+    assert reading.problems == ["nvidia-smi found no GPUs (No devices were found)"]
+
+
 def test_any_failure_naming_compute_cap_asks_again_without_it() -> None:
     system = FakeSystem(
         commands={
