@@ -44,6 +44,15 @@ def helper(name: str, config: str) -> int:
     return found
 
 
+def _check_prefixes(prefixes: list[str]) -> None:
+    """A prefix that starts no check's name (or an empty one, which starts every name) is a typo: refused, as
+    `torchyard smoke --only` refuses it, rather than a run of no check (or of every check) that passes."""
+    names = [c.name for c in load_checks()]
+    for prefix in prefixes:
+        if not prefix or not any(name.startswith(prefix) for name in names):
+            parser().error(f"--only {prefix!r}: no check's name starts with it")
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--smoke-helper"]:
         return helper(argv[1], argv[2])
@@ -53,6 +62,7 @@ def main(argv: list[str]) -> int:
         worker(json.loads(argv[1]), protocol)
         return 0
     args = parser().parse_args(argv)
+    _check_prefixes(args.only)
     manifest = args.expect or (DEFAULT_MANIFEST if os.path.exists(DEFAULT_MANIFEST) else None)
     overrides = {key: getattr(args, f"expect_{key}") for key in STACK_KEYS}
     ctx = Context(

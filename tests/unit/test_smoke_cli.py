@@ -117,6 +117,18 @@ def test_only_selects_checks_by_prefix_in_suite_order(smoke: Smoke) -> None:
     assert r.code == 0
 
 
+@pytest.mark.parametrize("prefix", ["gpus", "", "version.torchx"])
+def test_only_a_prefix_that_names_no_check_is_refused_in_one_line(
+    smoke: Smoke, prefix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        smoke("--only", "version.", "--only", prefix)
+    assert exited.value.code == 2
+    assert (
+        capsys.readouterr().err.splitlines()[-1].endswith(f"error: --only {prefix!r}: no check's name starts with it")
+    )
+
+
 def test_a_manifest_claiming_another_cudnn_fails_naming_the_mismatch(smoke: Smoke, tmp_path: Path) -> None:
     other = tmp_path / "other.json"
     other.write_text(json.dumps(manifest(cudnn="9.1.0.70")))
