@@ -1,0 +1,140 @@
+"""resolve's combination stack, python rules and ONNX Runtime choice checked whole, rule name and sources included
+(written for the survivors of `bench/mutation.py resolve`, docs/mutation.md)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from matrix_kit import combo, real
+from packaging.version import Version
+
+from builder.resolve import onnx, rules
+from builder.resolve.facts import Facts
+from builder.resolve.query import Query
+from builder.resolve.rules.check import Check
+
+M = real()
+PY_SOURCES = ("distro-packages", "python-images")
+SLIM_312 = "python:3.12-slim-bookworm"
+
+
+def test_the_stack_of_a_cuda_and_a_cpu_combination() -> None:
+    assert combo(M, "2.14.1", "cu130").stack() == {
+        "torch": "2.14.1+cu130",
+        "torchvision": "0.29.1",
+        "torchaudio": "2.11.1",
+        "cuda": "13.0",
+        "cudnn": "9.24.0.43",
+        "nccl": "2.30.7",
+        "python": "3.11",
+        "os": "debian12",
+    }
+    cpu = combo(M, "2.14.1", "cpu", python="3.12").stack()
+    assert (cpu["torch"], cpu["cuda"], cpu["cudnn"], cpu["nccl"], cpu["python"]) == (
+        "2.14.1+cpu",
+        None,
+        None,
+        None,
+        "3.12",
+    )
+
+
+def torch_check(ok: bool, reason: str) -> Check:
+    return Check("python-torch", ok, f"torch 2.14.1 has {reason}", ("pypi-torch",))
+
+
+@pytest.mark.parametrize(
+    ("platform", "python", "check"),
+    [
+        ("linux/amd64", "3.11", torch_check(True, "cp311 wheels")),
+        ("linux/arm64", "3.12", torch_check(True, "cp312 wheels for linux/arm64")),
+        ("linux/arm64", "3.9", torch_check(False, "no wheels for Python 3.9 for linux/arm64 (wheels: 3.10-3.14)")),
+    ],
+)
+def test_python_torch_says_which_wheels(platform: str, python: str, check: Check) -> None:
+    found = combo(M, "2.14.1", "cu130", python=python, platform=platform)
+    assert rules.rule_python_torch(Facts(M), Query(), found) == check
+
+
+def test_python_torch_without_wheels_for_the_platform() -> None:
+    found = combo(M, "2.14.1", "cu130")
+    release = replace(found.torch, wheels=tuple(w for w in found.torch.wheels if w.platform.value != "linux/amd64"))
+    check = rules.rule_python_torch(Facts(M), Query(), replace(found, torch=release))
+    assert check == Check("python-torch", False, "torch 2.14.1 has no linux/amd64 wheels", ("pypi-torch",))
+
+
+@pytest.mark.parametrize(
+    ("python", "os", "check"),
+    [
+        ("3.11", "debian12", Check("python-os", True, "debian12 ships Python 3.11", PY_SOURCES)),
+        ("3.12", "debian12", Check("python-os", True, f"Python 3.12 from the official {SLIM_312} image", PY_SOURCES)),
+        ("3.12", "ubuntu22.04", Check("python-os", False, "ubuntu22.04 offers Python 3.10, not 3.12", PY_SOURCES)),
+    ],
+)
+def test_python_os_says_where_python_comes_from(python: str, os: str, check: Check) -> None:
+    assert rules.rule_python_os(Facts(M), Query(), combo(M, "2.14.1", "cu130", python=python, os=os)) == check
+
+
+def ort(ident: str) -> object:
+    return next(r for r in M.onnxruntime if r.id == ident)
+
+
+def test_an_onnx_runtime_of_the_other_kind_is_refused_naming_both() -> None:
+    cuda, cpu = combo(M, "2.14.1", "cu130"), combo(M, "2.14.1", "cpu")
+    assert onnx.problem(ort("onnxruntime==1.32.0"), cuda) == (  # type: ignore[arg-type]
+        "onnxruntime==1.32.0 is for a CPU torch; torch 2.14.1+cu130 takes onnxruntime-gpu"
+    )
+    assert onnx.problem(ort("onnxruntime-gpu==1.31.1"), cpu) == (  # type: ignore[arg-type]
+        "onnxruntime-gpu==1.31.1 is for a CUDA torch; torch 2.14.1+cpu takes onnxruntime"
+    )
+
+
+def test_the_chosen_onnx_runtime_says_why_it_fits() -> None:
+    cuda = onnx.choose(M, combo(M, "2.14.1", "cu130", python="3.12"))
+    assert cuda.release is not None and cuda.sources == onnx.SOURCES and not cuda.unrecorded
+    assert cuda.reason == (
+        f"{cuda.release.id} is built for CUDA 13 / cuDNN 9, the majors torch 2.14.1+cu130 loads; cp312 wheels for "
+        "linux/amd64"
+    )
+    cpu = onnx.choose(M, combo(M, "2.14.1", "cpu", python="3.12"))
+    assert cpu.release is not None and cpu.sources == onnx.CPU_SOURCES
+    assert cpu.reason == "onnxruntime==1.32.0 (CPU) has cp312 wheels for linux/amd64"
+
+
+def test_a_pin_the_matrix_does_not_record_is_unrecorded_with_its_sources() -> None:
+    found = onnx.choose(M, combo(M, "2.14.1", "cu130"), Version("0.1"))
+    assert found == onnx.OrtChoice(
+        None, "matrix.toml does not record onnxruntime-gpu==0.1", onnx.SOURCES, unrecorded=True
+    )
+
+
+def test_a_cuda_torch_without_a_recorded_cudnn_is_unrecorded_with_its_sources() -> None:
+    found = combo(M, "2.14.1", "cu130")
+    found = replace(found, variant=replace(found.variant, cudnn=None))
+    choice = onnx.choose(M, found)
+    assert (choice.release, choice.sources, choice.unrecorded) == (None, onnx.SOURCES, True)
+
+
+def test_no_release_fitting_names_the_nearest_of_torchs_cuda_major() -> None:
+    old = combo(M, "2.14.1", "cu130", python="3.9")
+    choice = onnx.choose(M, replace(old, python="3.99"))
+    assert choice.release is None and choice.sources == onnx.SOURCES and not choice.unrecorded
+    assert choice.reason.startswith("no recorded onnxruntime-gpu release fits: onnxruntime-gpu==1.31.1 has no cp399")
+
+
+def test_the_inference_packages_are_the_exporters_then_the_runtime() -> None:
+    found = combo(M, "2.14.1", "cu130")
+    pins = onnx.packages(M, found)
+    assert pins[-1] == "onnxruntime-gpu==1.31.1"
+    assert [p.split("==")[0] for p in pins[:-1]] == [t.name for t in onnx.tools(M, found)] != []
+    none = onnx.OrtChoice(None, "none fits", onnx.SOURCES)
+    assert onnx.packages(M, found, none) == pins[:-1]
+
+
+def test_exporter_packages_need_the_torch_the_python_and_the_platform() -> None:
+    found = combo(M, "2.14.1", "cu130")
+    assert onnx.tools(M, found)
+    assert onnx.tools(M, replace(found, python="3.8")) == ()
+    old = next(t for t in M.torch if str(t.version) == "2.1.0")
+    assert onnx.tools(M, replace(found, torch=old)) == ()
