@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from matrix_kit import combo, real
+from matrix_kit import combo, fake_os, real
 from packaging.version import Version
 
 from builder.resolve import onnx, rules
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
-from builder.resolve.rules.check import Check
+from builder.resolve.rules.check import Check, Missing
 
 M = real()
 PY_SOURCES = ("distro-packages", "python-images")
@@ -138,3 +138,41 @@ def test_exporter_packages_need_the_torch_the_python_and_the_platform() -> None:
     assert onnx.tools(M, replace(found, python="3.8")) == ()
     old = next(t for t in M.torch if str(t.version) == "2.1.0")
     assert onnx.tools(M, replace(found, torch=old)) == ()
+
+
+GLIBC_SOURCES = ("manylinux", "pypi-torch")
+
+
+@pytest.mark.parametrize(
+    ("glibc", "check"),
+    [
+        ("2.28", Check("glibc-os", True, "eq glibc 2.28 >= 2.28 (manylinux_2_28_x86_64)", GLIBC_SOURCES)),
+        ("2.27", Check("glibc-os", False, "eq glibc 2.27 < 2.28 (manylinux_2_28_x86_64)", GLIBC_SOURCES)),
+    ],
+)
+def test_glibc_os_at_the_wheels_floor(glibc: str, check: Check) -> None:
+    found = replace(combo(M, "2.14.1", "cu130"), os=fake_os("eq", glibc))
+    assert rules.rule_glibc_os(Facts(M), Query(), found) == check
+
+
+def test_glibc_os_without_wheels_or_with_a_tag_of_no_recorded_glibc() -> None:
+    found = combo(M, "2.14.1", "cu130")
+    arm_only = replace(found.torch, wheels=tuple(w for w in found.torch.wheels if w.platform.value != "linux/amd64"))
+    assert rules.rule_glibc_os(Facts(M), Query(), replace(found, torch=arm_only)) == Check(
+        "glibc-os", False, "torch 2.14.1 has no linux/amd64 wheels", GLIBC_SOURCES
+    )
+    odd = replace(found.torch, wheels=tuple(replace(w, platform_tag="linux_x86_64") for w in found.torch.wheels))
+    check = rules.rule_glibc_os(Facts(M), Query(), replace(found, torch=odd))
+    assert (check.rule, check.ok, check.sources, check.missing) == ("glibc-os", True, GLIBC_SOURCES, Missing.FACT)
+    assert check.reason == "the glibc of platform tag linux_x86_64 is not recorded"
+
+
+def test_companions_say_which_refuses_or_that_both_accept() -> None:
+    sources = ("pypi-torchvision", "pypi-torchaudio")
+    found = combo(M, "2.14.1", "cu130")
+    assert rules.rule_companions(Facts(M), Query(), found) == Check(
+        "companions", True, "torchvision 0.29.1 and torchaudio 2.11.1 accept torch 2.14.1 on Python 3.11", sources
+    )
+    assert rules.rule_companions(Facts(M), Query(), replace(found, python="3.9")) == Check(
+        "companions", False, "torchvision 0.29.1 requires Python!=3.14.1,>=3.10", sources
+    )
