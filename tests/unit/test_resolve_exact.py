@@ -176,3 +176,15 @@ def test_companions_say_which_refuses_or_that_both_accept() -> None:
     assert rules.rule_companions(Facts(M), Query(), replace(found, python="3.9")) == Check(
         "companions", False, "torchvision 0.29.1 requires Python!=3.14.1,>=3.10", sources
     )
+
+
+def test_a_matrix_without_any_release_of_the_package_says_so() -> None:
+    found = onnx.choose(replace(M, onnxruntime=()), combo(M, "2.14.1", "cu130"))
+    assert found == onnx.OrtChoice(
+        None, "matrix.toml does not record any onnxruntime-gpu release", onnx.SOURCES, unrecorded=True
+    )
+
+
+def test_the_nearest_release_named_is_one_of_torchs_cuda_major_not_the_newest() -> None:
+    choice = onnx.choose(M, replace(combo(M, "2.14.1", "cu126"), python="3.99"))
+    assert choice.reason.startswith("no recorded onnxruntime-gpu release fits: onnxruntime-gpu==1.26.0 has no cp399")
