@@ -147,25 +147,28 @@ def test_the_zstd_copies_are_signed_with_the_publishs_key(tmp_path: Path, monkey
 class Watch:
     """FakeEngine.build, slowed down and watched: how many builds run at once, in which threads."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, seconds: float, others: int = 0) -> None:
-        self.others = others  # builds a failing build waits for
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, seconds: float, together: int = 1) -> None:
+        self.together = together  # builds running at once that each build waits for (at most 10 s) before it goes on
         self.lock = threading.Lock()
-        self.running = self.most = 0
+        self.running = self.most = self.started = 0
+        self.met = threading.Event()  # `together` builds ran at once (a poll could miss that moment)
         self.threads: set[str] = set()
         real = FakeEngine.build
 
         def build(engine: FakeEngine, request: Any, on_line: Any) -> str:
             with self.lock:
                 self.running += 1
+                self.started += 1
+                first = self.started <= self.together
                 self.most = max(self.most, self.running)
+                if self.running >= self.together:
+                    self.met.set()
                 self.threads.add(threading.current_thread().name)
             try:
+                if first:  # the first ones meet however slow the machine; one that --jobs holds back goes on
+                    self.met.wait(10)
                 if engine.fail_build is None:
                     time.sleep(seconds)
-                else:  # fail only once every other group is building: Ctrl-C then finds them running
-                    deadline = time.monotonic() + 10
-                    while self.running < self.others + 1 and time.monotonic() < deadline:
-                        time.sleep(0.01)
                 return real(engine, request, on_line)
             finally:
                 with self.lock:
@@ -178,7 +181,7 @@ class Watch:
 def test_jobs_bound_the_groups_built_at_once(
     fakes: PublishFakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
 ) -> None:
-    watch = Watch(monkeypatch, 0.3)
+    watch = Watch(monkeypatch, 0.3, together=jobs)
     report, _ = run(fakes, tmp_path, jobs=jobs)
     assert not report.failed
     assert watch.most == jobs
@@ -188,7 +191,7 @@ def test_jobs_bound_the_groups_built_at_once(
 def test_ctrl_c_waits_for_the_running_groups_and_says_what_it_stopped(
     fakes: PublishFakes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    watch = Watch(monkeypatch, 0.5, others=2)
+    watch = Watch(monkeypatch, 0.5, together=3)
     fakes.fault(CU130, fail_build=KeyboardInterrupt())
     with pytest.raises(Interrupted) as raised:
         run(fakes, tmp_path, jobs=3)
