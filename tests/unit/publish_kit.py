@@ -9,19 +9,61 @@ versions. Faults are set per group: `fault(group, fail_push=...)`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import ROOT
 
+import builder.publish.plan as publish_plan
 from builder.build.plan import CONTENT_LABEL, Plan, make_plan
+from builder.core.errors import TorchyardError
 from builder.engine import BuildRequest, RegistryAuth
 from builder.matrix import Matrix, load_matrix
 from builder.publish.items import Item, expand
+from builder.publish.plan import plan_publish
+from builder.publish.run import PublishSettings, Report, publish
+from builder.resolve.combos import Combination
 
 REPO = "127.0.0.1:5000/team/torch"
+
+# Three groups: torch 2.14.1 cu130 (runtime + devel), 2.14.1 cu126 (runtime), the newest torch's runtime.
+SET = """
+[[publish]]
+name = "cu130"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime", "devel"]
+
+[[publish]]
+name = "cu126"
+torch = "==2.14.1"
+variants = ["cu126"]
+os = ["debian12"]
+flavors = ["runtime"]
+
+[[publish]]
+name = "newest"
+torch = "==2.15.0"
+os = ["debian12"]
+flavors = ["runtime"]
+"""
+
+# One multi-platform image (arm64 listed first), and two of them (Python 3.11 and 3.12).
+BOTH = """
+[[publish]]
+name = "both"
+torch = "==2.14.1"
+os = ["debian12"]
+flavors = ["runtime"]
+platforms = ["linux/arm64", "linux/amd64"]
+"""
+TWO = BOTH + BOTH.replace('name = "both"', 'name = "both312"').replace(
+    'flavors = ["runtime"]', 'flavors = ["runtime"]\npython = ["3.12"]'
+)
 
 
 def matrix_with(publish: str, folder: Path) -> Matrix:
@@ -98,3 +140,26 @@ def fakes_for(publish: str, folder: Path) -> PublishFakes:
     items, excluded = expand(m)
     assert items, f"the publish set selects nothing: {excluded}"
     return PublishFakes(m, items)
+
+
+def run_publish(
+    fakes: PublishFakes, tmp_path: Path, every: list[Item] | None = None, **options: Any
+) -> tuple[Report, list[str]]:
+    """Plan and publish `fakes`' items (`every`: the whole set, for --only runs) into tmp_path/work; the report
+    and the log lines."""
+    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)
+    log: list[str] = []
+    pplan = plan_publish(fakes.m, fakes.items, [], every)
+    return publish(pplan, settings, log.append, fakes.factory, fakes.registry_for), log
+
+
+def planning_fails(monkeypatch: pytest.MonkeyPatch, when: Callable[[Combination], bool], message: str) -> None:
+    """publish's planning of a combination `when` holds raises TorchyardError(message), as a matrix without a
+    base image for it would make it (the fakes plan every item with the real make_plan)."""
+
+    def failing(m: Matrix, combo: Combination, options: Any) -> Plan:
+        if when(combo):
+            raise TorchyardError(message)
+        return make_plan(m, combo, options)
+
+    monkeypatch.setattr(publish_plan, "make_plan", failing)

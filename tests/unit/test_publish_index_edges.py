@@ -10,31 +10,17 @@ from typing import Any
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, PublishFakes, fakes_for
+from publish_kit import BOTH, REPO, TWO, PublishFakes, fakes_for, planning_fails
+from publish_kit import run_publish as run
 
-import builder.publish.plan as publish_plan
 import builder.publish.run as publish_run
 from builder.build.multiplatform import IndexResult
-from builder.build.plan import make_plan as real_make_plan
-from builder.core.errors import TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
-from builder.publish.items import Item
 from builder.publish.plan import plan_publish
-from builder.publish.run import ItemResult, PublishSettings, Report, publish
+from builder.publish.run import ItemResult, PublishSettings
 from builder.render.tags import ImageTags
 from builder.trust.attest import TrustSettings
 
-BOTH = """
-[[publish]]
-name = "both"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime"]
-platforms = ["linux/arm64", "linux/amd64"]
-"""
-TWO = BOTH + BOTH.replace('name = "both"', 'name = "both312"').replace(
-    'flavors = ["runtime"]', 'flavors = ["runtime"]\npython = ["3.12"]'
-)
 NEWEST = """
 [[publish]]
 name = "newest"
@@ -55,22 +41,7 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def no_arm64_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """Planning any arm64 combination fails, as a matrix without an arm64 base for it would."""
-
-    def make_plan(m: Any, combo: Any, options: Any) -> Any:
-        if combo.platform is Platform.ARM64:
-            raise TorchyardError("no arm64 base image recorded")
-        return real_make_plan(m, combo, options)
-
-    monkeypatch.setattr(publish_plan, "make_plan", make_plan)
-
-
-def run(
-    fakes: PublishFakes, tmp_path: Path, every: list[Item] | None = None, **options: object
-) -> tuple[Report, list[str]]:
-    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
-    log: list[str] = []
-    pplan = plan_publish(fakes.m, fakes.items, [], every)
-    return publish(pplan, settings, log.append, fakes.factory, fakes.registry_for), log
+    planning_fails(monkeypatch, lambda combo: combo.platform is Platform.ARM64, "no arm64 base image recorded")
 
 
 @pytest.mark.usefixtures("no_arm64_plan")

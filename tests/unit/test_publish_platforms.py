@@ -8,25 +8,17 @@ from pathlib import Path
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, PublishFakes, fakes_for, matrix_with
+from publish_kit import BOTH, REPO, TWO, PublishFakes, fakes_for, matrix_with
+from publish_kit import run_publish as run
 
 from builder.build.multiplatform import combined_hash
 from builder.build.plan import make_plan
 from builder.core.errors import MatrixError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.publish.export import bake, github_matrix
-from builder.publish.items import Item, expand
+from builder.publish.items import expand
 from builder.publish.plan import plan_publish
-from builder.publish.run import PublishSettings, Report, publish
 
-BOTH = """
-[[publish]]
-name = "both"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime"]
-platforms = ["linux/arm64", "linux/amd64"]
-"""
 AMD64, ARM64 = "both/torch2.14.1-cu130-py3.11-debian12", "both/torch2.14.1-cu130-py3.11-debian12-arm64"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
 ALIAS = "2.14-cuda13.0-runtime"
@@ -35,15 +27,6 @@ ALIAS = "2.14-cuda13.0-runtime"
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
-
-
-def run(
-    fakes: PublishFakes, tmp_path: Path, every: list[Item] | None = None, **options: object
-) -> tuple[Report, list[str]]:
-    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
-    log: list[str] = []
-    pplan = plan_publish(fakes.m, fakes.items, [], every)
-    return publish(pplan, settings, log.append, fakes.factory, fakes.registry_for), log
 
 
 # --- the set -------------------------------------------------------------------------------------------
@@ -205,11 +188,6 @@ def test_bake_carries_each_targets_platform(tmp_path: Path) -> None:
     images = {name: t for name, t in data["target"].items() if "inherits" in t}
     assert {tuple(t["platforms"]) for t in images.values()} == {("linux/amd64",), ("linux/arm64",)}
     assert sorted(tag for t in images.values() for tag in t["tags"]) == [f"{REPO}:{TAG}-amd64", f"{REPO}:{TAG}-arm64"]
-
-
-TWO = BOTH + BOTH.replace('name = "both"', 'name = "both312"').replace(
-    'flavors = ["runtime"]', 'flavors = ["runtime"]\npython = ["3.12"]'
-)
 
 
 def test_without_push_every_index_is_held_with_why_and_each_platform_is_tagged_here(tmp_path: Path) -> None:

@@ -16,7 +16,8 @@ from typing import cast
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, PublishFakes, fakes_for
+from publish_kit import REPO, SET, PublishFakes, fakes_for
+from publish_kit import run_publish as run
 
 from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
@@ -26,27 +27,6 @@ from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report
 
-# Two groups of torch 2.14.1 (cu130 runtime + devel; cu126 runtime) and the newest torch's runtime.
-SET = """
-[[publish]]
-name = "cu130"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime", "devel"]
-
-[[publish]]
-name = "cu126"
-torch = "==2.14.1"
-variants = ["cu126"]
-os = ["debian12"]
-flavors = ["runtime"]
-
-[[publish]]
-name = "newest"
-torch = "==2.15.0"
-os = ["debian12"]
-flavors = ["runtime"]
-"""
 CU130 = "cu130/torch2.14.1-cu130-py3.11-debian12"
 CU126 = "cu126/torch2.14.1-cu126-py3.11-debian12"
 NEWEST = "newest/torch2.15.0-cu132-py3.11-debian12"
@@ -72,13 +52,6 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def fakes(tmp_path: Path) -> PublishFakes:
     return fakes_for(SET, tmp_path)
-
-
-def run(fakes: PublishFakes, tmp_path: Path, **options: object) -> tuple[Report, list[str]]:
-    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)  # type: ignore[arg-type]
-    log: list[str] = []
-    report = publish(plan_publish(fakes.m, fakes.items, []), settings, log.append, fakes.factory, fakes.registry_for)
-    return report, log
 
 
 def statuses(report: Report) -> dict[str, str]:

@@ -14,14 +14,13 @@ from typing import Any, cast
 
 import pytest
 from fake_engine import FakeEngine, wall_off_the_engine
-from publish_kit import REPO, PublishFakes, fakes_for, matrix_with
+from publish_kit import BOTH, REPO, SET, PublishFakes, fakes_for, matrix_with, planning_fails
+from publish_kit import run_publish as run
 
 import builder.publish.items as publish_items
-import builder.publish.plan as publish_plan
 import builder.publish.run as publish_run
 from builder.build.gate import SecurityGate
 from builder.build.pipeline import BuildSettings
-from builder.build.plan import make_plan as real_make_plan
 from builder.core.errors import BuildError, Interrupted, TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.engine import RegistryAuth
@@ -31,26 +30,6 @@ from builder.publish.run import ItemResult, PublishSettings, Report, publish
 from builder.render.network import Network
 from builder.trust.attest import TrustSettings
 
-SET = """
-[[publish]]
-name = "cu130"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime", "devel"]
-
-[[publish]]
-name = "cu126"
-torch = "==2.14.1"
-variants = ["cu126"]
-os = ["debian12"]
-flavors = ["runtime"]
-
-[[publish]]
-name = "newest"
-torch = "==2.15.0"
-os = ["debian12"]
-flavors = ["runtime"]
-"""
 CU130 = "cu130/torch2.14.1-cu130-py3.11-debian12"
 AUTH = RegistryAuth("ci", "s3cret-token")
 
@@ -63,13 +42,6 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def fakes(tmp_path: Path) -> PublishFakes:
     return fakes_for(SET, tmp_path)
-
-
-def run(fakes: PublishFakes, tmp_path: Path, **options: Any) -> tuple[Report, list[str]]:
-    settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)
-    log: list[str] = []
-    report = publish(plan_publish(fakes.m, fakes.items, []), settings, log.append, fakes.factory, fakes.registry_for)
-    return report, log
 
 
 # --- run: what each group's build is given ------------------------------------------------------------------
@@ -261,12 +233,7 @@ def test_excluded_items_are_reported_last_with_their_reason(fakes: PublishFakes,
 
 
 def failing_plan(monkeypatch: pytest.MonkeyPatch, variant: str) -> None:
-    def make_plan(m: Any, combo: Any, options: Any) -> Any:
-        if combo.variant.name == variant:
-            raise TorchyardError(f"no base image for {variant}")
-        return real_make_plan(m, combo, options)
-
-    monkeypatch.setattr(publish_plan, "make_plan", make_plan)
+    planning_fails(monkeypatch, lambda combo: combo.variant.name == variant, f"no base image for {variant}")
 
 
 def test_a_group_that_cannot_be_planned_says_why_and_the_later_groups_keep_their_aliases(
@@ -280,16 +247,6 @@ def test_a_group_that_cannot_be_planned_says_why_and_the_later_groups_keep_their
         "2.15-cuda13.2-runtime",
         "latest-runtime",
     ]
-
-
-BOTH = """
-[[publish]]
-name = "both"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime"]
-platforms = ["linux/arm64", "linux/amd64"]
-"""
 
 
 def test_a_run_without_a_multi_platform_item_plans_no_index(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from fake_engine import wall_off_the_engine
 from http_kit import Net
-from publish_kit import REPO, PublishFakes, fakes_for
+from publish_kit import REPO, SET, PublishFakes, fakes_for
+from publish_kit import run_publish as run
 from registry_kit import MemoryRegistry, tar_of
-from test_publish_run import ALIASES, IMMUTABLES, SET, run
+from test_publish_run import ALIASES, IMMUTABLES
 from trust_kit import write_key
 
 from builder.core.kinds import AliasStatus, Status
