@@ -13,7 +13,7 @@ from . import report
 from .expect import load
 from .framework import FAIL, Context
 from .manifest import STACK_KEYS
-from .runner import load_checks, run_all, worker
+from .runner import load_checks, run_all, unknown_prefix, worker
 
 DEFAULT_MANIFEST = "/etc/torchyard/manifest.json"
 
@@ -45,12 +45,10 @@ def helper(name: str, config: str) -> int:
 
 
 def _check_prefixes(prefixes: list[str]) -> None:
-    """A prefix that starts no check's name (or an empty one, which starts every name) is a typo: refused, as
-    `torchyard smoke --only` refuses it, rather than a run of no check (or of every check) that passes."""
-    names = [c.name for c in load_checks()]
-    for prefix in prefixes:
-        if not prefix or not any(name.startswith(prefix) for name in names):
-            parser().error(f"--only {prefix!r}: no check's name starts with it")
+    """Refused as `torchyard smoke --only` refuses it (builder/smoke/runner.py: unknown_prefix)."""
+    bad = unknown_prefix(prefixes)
+    if bad is not None:
+        parser().error(f"--only {bad!r}: no check's name starts with it")
 
 
 def main(argv: list[str]) -> int:

@@ -54,6 +54,13 @@ def load_checks() -> list[Check]:
     return sorted(REGISTRY, key=lambda c: c.gpu)
 
 
+def unknown_prefix(prefixes: list[str] | tuple[str, ...]) -> str | None:
+    """The first --only prefix that names no check: empty (it starts every name: the whole suite would run as if
+    --only were not given) or starting no check's name (a typo: no check would run, and the run would pass)."""
+    names = [c.name for c in load_checks()]
+    return next((p for p in prefixes if not p or not any(name.startswith(p) for name in names)), None)
+
+
 def run_one(item: Check, ctx: Context) -> Result:
     start = time.perf_counter()
     try:
