@@ -34,12 +34,12 @@ def run(argv: list[str]) -> str:
 
 
 def without_compilers(dockerfile: str) -> str:
-    """The same Dockerfile, its os stage's apt-get install without the compiler packages."""
-    head, os_stage = dockerfile.split(" AS os\n", 1)
+    """The same Dockerfile, its os-files stage's apt-get install without the compiler packages."""
+    head, os_stage = dockerfile.split(" AS os-files\n", 1)
     os_stage, rest = os_stage.split("\nFROM ", 1)
     for package in PACKAGES:
         os_stage = re.sub(rf"\n      {re.escape(package)} \\", "", os_stage)
-    return f"{head} AS os\n{os_stage}\nFROM {rest}"
+    return f"{head} AS os-files\n{os_stage}\nFROM {rest}"
 
 
 def build(context: Path, dockerfile: Path, tag: str) -> float:

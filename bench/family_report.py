@@ -67,7 +67,7 @@ def markdown(r: dict[str, Any]) -> str:
         f"(goal < 25 %: {_verdict(push_ratio, GOALS['push'])}); a pull of it after {first['torch']} downloads "
         f"{pull_ratio:.1%} ({_verdict(pull_ratio, GOALS['pull'])}).",
         *_cold_lines(first, tut, pip, len(r["uv_packages"])),
-        f"- The os stage stayed cached for the following images: {r['os_stage_kept']}.",
+        _os_line(r["images"]),
         f"- Size: {first['size'] / GB:.2f} GB = {size_ratio:.3f} x (base {part['base'] / MB:.0f} MB + os packages "
         f"{part['apt'] / MB:.0f} MB + venv {part['venv'] / GB:.2f} GB by du; the venv's layers "
         f"{part['venv_layers'] / GB:.2f} GB) (goal <= 1.02: {_verdict(size_ratio, GOALS['size'])})"
@@ -76,3 +76,10 @@ def markdown(r: dict[str, Any]) -> str:
         f"{devel['size'] / first['size']:.2f}.",
     ]
     return "\n".join(lines)
+
+
+def _os_line(images: list[dict[str, Any]]) -> str:
+    """Whether the following images, built from an empty cache, got the first one's os layer (the same bytes)."""
+    first, *rest = [i for i in images if i["flavor"] == "runtime"]
+    same = {i["torch"]: i["os_layer"] == first["os_layer"] for i in rest}
+    return f"- Built from an empty build cache, the os layer is the same bytes as {first['torch']}'s: {same}."

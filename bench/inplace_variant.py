@@ -64,7 +64,8 @@ def rewrite(context: Path, manifest_file: Path) -> None:
     cache_id = re.search(r"type=cache,id=(uv-[^,\s]+)", dockerfile)
     assert cache_id, "no uv cache mount in the rendered Dockerfile (--installer uv only)"
     stages = re.split(r"(?m)^(?=# ---- )", dockerfile)
-    keep = ("# ---- os:", "# ---- uv:", "# ---- runtime:")  # devel and inference are not this experiment's
+    # devel and inference are not this experiment's
+    keep = ("# ---- os-files:", "# ---- os:", "# ---- uv:", "# ---- runtime:")
     kept = [s for s in stages if not s.startswith("# ---- ") or s.startswith(keep)]
     index = next(i for i, s in enumerate(kept) if s.startswith("# ---- runtime:"))
     venv = "# ---- venv: installed in place (bench/inplace_variant.py) ----\n" + venv_stage(manifest, cache_id[1])

@@ -34,6 +34,8 @@ GUARD_SCRIPT = "pip_guard.py"  # the image's constraints and its pip launchers (
 GUARD_SOURCE = SPLIT_SOURCE.with_name(GUARD_SCRIPT)
 FETCH_SCRIPT = "uv_fetch.py"  # the uv stage's download of uv's binary (builder/image/uv_fetch.py)
 FETCH_SOURCE = SPLIT_SOURCE.with_name(FETCH_SCRIPT)
+OS_TREE_SCRIPT = "os_delta.sh"  # the os-files stage's tree of what the install wrote (builder/image/os_delta.sh)
+OS_TREE_SOURCE = SPLIT_SOURCE.with_name(OS_TREE_SCRIPT)
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
@@ -160,6 +162,7 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         PLAN_FILE: spec.layers.to_json().encode(),
         SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
         GUARD_SCRIPT: GUARD_SOURCE.read_bytes(),
+        OS_TREE_SCRIPT: OS_TREE_SOURCE.read_bytes(),
     }
     if spec.installer is Installer.UV:
         files[FETCH_SCRIPT] = FETCH_SOURCE.read_bytes()

@@ -5,8 +5,8 @@
 # strategy: cuda-base, architectures: 8.0;9.0;10.0;11.0;12.0
 # Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
 
-# ---- os: base image, Python, runtime system packages, init, locale, workdir -------------------------
-FROM nvidia/cuda:13.0.2-base-ubuntu24.04 AS os
+# ---- os-files: the runtime system packages, installed, as a tree of what the install wrote -----------
+FROM nvidia/cuda:13.0.2-base-ubuntu24.04 AS os-files
 ARG APT_MIRROR=""
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV LANG=C.UTF-8 \
@@ -16,6 +16,7 @@ ENV LANG=C.UTF-8 \
 RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=locked \
     --mount=type=cache,id=apt-lists-ubuntu24.04,target=/var/lib/apt/lists,sharing=locked \
     --mount=type=secret,id=cacert \
+    --mount=type=bind,source=os_delta.sh,target=/tmp/os_delta.sh \
     set -eu; \
     rm -f /etc/apt/apt.conf.d/docker-clean; \
     if [ -n "${APT_MIRROR}" ]; then \
@@ -25,14 +26,25 @@ RUN --mount=type=cache,id=apt-cache-ubuntu24.04,target=/var/cache/apt,sharing=lo
       echo 'Acquire::https::CAInfo "/run/secrets/cacert";' > /etc/apt/apt.conf.d/99torchyard-ca; \
     fi; \
     apt-get update; \
+    sh /tmp/os_delta.sh begin; \
     PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates \
       g++ \
       python3 \
       python3-dev \
       tini; \
-    rm -rf /etc/apt/apt.conf.d/99torchyard-ca /var/log/apt/* /var/log/dpkg.log /var/log/alternatives.log \
-      /var/cache/ldconfig/aux-cache
+    mkdir -p /workspace; \
+    sh /tmp/os_delta.sh end /tmp/torchyard-os-tree
+
+# ---- os: base image + that tree (a layer of its files only), init, locale, workdir --------------------
+FROM nvidia/cuda:13.0.2-base-ubuntu24.04 AS os
+ARG APT_MIRROR=""
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+ENV LANG=C.UTF-8 \
+    LC_ALL=C.UTF-8 \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1
+COPY --from=os-files /tmp/torchyard-os-tree/ /
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, its wheel's binary), beside the os stage --------

@@ -30,15 +30,18 @@ EPOCH = 1_767_225_600  # 2026-01-01T00:00:00Z: what SOURCE_DATE_EPOCH would say 
 RUN = uuid.uuid4().hex[:8]
 
 
+Twice = tuple[Built, Built, NormalImage, NormalImage]
+
+
 @pytest.fixture(scope="module")
-def twice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Built, NormalImage, NormalImage]]:
+def twice(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Twice]:
     folder = tmp_path_factory.mktemp("reproducible")
     with serving(family_index()) as index:
         first = build(index, "2.14.1", Installer.UV, folder, f"lock-repro-a-{RUN}", "--no-cache")
         time.sleep(2)  # another clock: every time BuildKit writes moves
         second = build(index, "2.14.1", Installer.UV, folder, f"lock-repro-b-{RUN}", "--no-cache")
     try:
-        yield first, _normal(first, folder), _normal(second, folder)
+        yield first, second, _normal(first, folder), _normal(second, folder)
     finally:
         docker("rmi", first.ref, second.ref)
 
@@ -50,19 +53,29 @@ def _normal(image: Built, folder: Path) -> NormalImage:
     return normalize_saved(saved, folder / f"{saved.stem}-oci", EPOCH)
 
 
-def test_two_builds_of_the_same_image_normalize_to_the_same_digest(
-    twice: tuple[Built, NormalImage, NormalImage],
-) -> None:
-    _, a, b = twice
+def test_two_builds_of_the_same_image_normalize_to_the_same_digest(twice: Twice) -> None:
+    _, _, a, b = twice
     assert len(a.layers) == len(b.layers)
     assert differing_layers(a, b) == [], "the layers that differ, and their files"
     assert a.config == b.config
     assert a.digest == b.digest
 
 
-def test_the_base_and_venv_layers_are_kept_byte_for_byte(twice: tuple[Built, NormalImage, NormalImage]) -> None:
-    first, a, _ = twice
+def test_the_base_and_venv_layers_are_kept_byte_for_byte(twice: Twice) -> None:
+    first, _, a, _ = twice
     venv = set(first.venv_layers().values())
     kept = {layer.diff_id for layer in a.layers if not layer.changed}
     assert venv <= kept  # content-only layers (mtime 0, owner 0): no entry needed a change
     assert first.layers()[0] in kept  # debian:bookworm-slim's layer, as the base digest gave it
+
+
+def test_a_rebuild_keeps_every_layer_up_to_the_venv_without_normalizing(twice: Twice) -> None:
+    """What Docker's pull reuses: a layer is taken from the local store only when every layer under it is the
+    same, so a following release shares its venv layers with the last one only if its os layer is the same
+    bytes. The os stage copies a tree of what its install wrote (builder/image/os_delta.sh), times of the
+    build set to 0; a RUN's own layer held /etc, /run and /run/secrets with the times of each build."""
+    first, second, _, _ = twice
+    a, b = first.layers(), second.layers()
+    top = a.index(list(first.venv_layers().values())[-1]) + 1  # the base, the os tree, WORKDIR, the venv
+    assert len(a) == len(b)
+    assert [i for i in range(top) if a[i] != b[i]] == [], "the layers below the venv's top that differ"

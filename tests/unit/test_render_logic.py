@@ -155,8 +155,8 @@ def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
     p = plan(CU124)
     assert p.unavailable == ((Flavor.DEVEL, NO_DEVEL_12_4),)
     assert [t.flavor for t in p.targets] == [Flavor.RUNTIME, Flavor.INFERENCE]  # onnxruntime-gpu 1.23.2 (CUDA 12)
-    assert stages(p.dockerfile) == ["os", "uv", "build", "manifests", "venv", "runtime", "inference"]
-    pip = ["os", "build", "manifests", "venv", "runtime", "inference"]
+    assert stages(p.dockerfile) == ["os-files", "os", "uv", "build", "manifests", "venv", "runtime", "inference"]
+    pip = ["os-files", "os", "build", "manifests", "venv", "runtime", "inference"]
     assert stages(plan(CU124, installer=Installer.PIP).dockerfile) == pip
     with pytest.raises(RenderError) as exc:
         p.target(Flavor.DEVEL)
@@ -390,6 +390,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         "venv_layers.py",
         "pip_guard.py",
         "uv_fetch.py",
+        "os_delta.sh",
     }
     assert (out / "constraints.txt").read_text() == "torch==2.14.1\ntorchvision==0.29.1\ntorchaudio==2.11.1\n"
 
@@ -488,5 +489,5 @@ def test_a_bad_refresh_token_is_one_line(token: str, capsys: pytest.CaptureFixtu
     ],
 )
 def test_runtime_images_carry_what_torch_compile_needs_at_run_time(ident: str, compilers: list[str]) -> None:
-    runtime_os = plan(ident).dockerfile.split(" AS os\n", 1)[1].split("\nFROM ", 1)[0]
+    runtime_os = plan(ident).dockerfile.split(" AS os-files\n", 1)[1].split("\nFROM ", 1)[0]  # the os stage copies it
     assert [p for p in ("g++", "python3-dev") if f"      {p} \\" in runtime_os] == compilers
