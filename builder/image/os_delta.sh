@@ -14,7 +14,7 @@
 # Left out: the logs and ldconfig's aux-cache (they hold the time of the install), the cache mounts, what
 # BuildKit mounts, /tmp. A file of the base that the install removed cannot be removed by a copy: it is
 # named on stderr and stays (an upgraded package's file that its new version dropped).
-# POSIX sh and the base's tools (find, sort, comm, tar, touch): no Python exists before the install.
+# POSIX sh and the base's tools (find, sort, comm, awk, sed, xargs, tar, touch): no Python exists before the install.
 set -eu
 
 state=/tmp/torchyard-os-delta
@@ -43,11 +43,17 @@ end)
 		head -n 20 "$state/removed" >&2
 	fi
 	# What changed, with every directory above it (a copied parent keeps its real owner and mode).
-	listing -cnewer "$state/mark" | LC_ALL=C awk -F/ '{ p = ""; for (i = 2; i < NF; i++) { p = p "/" $i; print p } print $0 }' \
+	# (relative to /, so tar has no leading slash to strip; / itself is the tree's root)
+	listing -cnewer "$state/mark" | LC_ALL=C awk -F/ '$0 != "/" { p = ""; for (i = 2; i < NF; i++) { p = p $i "/"; print substr(p, 1, length(p) - 1) } print substr($0, 2) }' \
 		| LC_ALL=C sort -u >"$state/changed"
 	mkdir -p "$out"
-	tar --create --no-recursion --numeric-owner --files-from="$state/changed" --file=- | tar --extract --same-permissions --same-owner --numeric-owner --directory="$out" --file=-
-	find "$out" -newer "$state/mark" -exec touch --no-dereference --date=@0 {} +
+	tar --create --directory=/ --no-recursion --numeric-owner --verbatim-files-from --files-from="$state/changed" \
+		--file="$state/tree.tar"
+	tar --extract --same-permissions --same-owner --numeric-owner --directory="$out" --file="$state/tree.tar"
+	rm -f "$state/tree.tar"
+	# Which times to clear is read from the originals (nanoseconds): tar keeps whole seconds, so a copy written in
+	# the mark's second would not look newer than it.
+	listing -newer "$state/mark" | sed "s|^|$out|" | xargs -r -d '\n' touch --no-dereference --date=@0
 	touch --no-dereference --date=@0 "$out"
 	;;
 *)
