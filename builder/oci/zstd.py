@@ -147,7 +147,7 @@ def _index_copy(client: Distribution, repo: RepoRef, index: Manifest, level: int
         child = client.manifest(repo, str(entry["digest"]))
         if child is None:
             raise PushError(f"{repo}@{entry['digest']} is listed in the index but missing")
-        if child.is_index or not child.data.get("layers"):  # attestations and the like are kept as they are
+        if child.is_index or not child.data.get("layers") or _attestation(entry):  # kept as they are
             entries.append(dict(entry))
             continue
         raw = _image_copy(client, repo, child, level, result)
@@ -156,6 +156,12 @@ def _index_copy(client: Distribution, repo: RepoRef, index: Manifest, level: int
     annotations = dict(index.data.get("annotations") or {}) | {MADE_FROM: index.digest}
     copy = {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries, "annotations": annotations}
     return json.dumps(copy, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _attestation(entry: dict[str, Any]) -> bool:
+    """BuildKit's attestation manifests (`docker buildx` pushes them by default): their in-toto layers are
+    statements about an image, not a platform's filesystem, and are not gzip; the copy keeps them as they are."""
+    return (entry.get("annotations") or {}).get("vnd.docker.reference.type") == "attestation-manifest"
 
 
 def _image_copy(client: Distribution, repo: RepoRef, manifest: Manifest, level: int, result: ZstdCopy) -> bytes:

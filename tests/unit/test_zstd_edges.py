@@ -541,3 +541,30 @@ def test_a_connection_lost_while_reading_a_layer_is_one_line_naming_the_registry
     reason = f"{HOST} is unreachable: ChunkedEncodingError"  # builder/net/http.py's line for a body cut short
     assert str(raised.value) == f"registry {HOST}: reading layer {layer}: {reason}"
     assert registry.uploads == [] and (NAME, "l-zstd") not in registry.manifests
+
+
+def test_an_attestation_with_in_toto_layers_is_kept_as_it_is_and_the_platform_images_copied() -> None:
+    """BuildKit's attestation manifests carry layers (in-toto statements, not gzip): the copy once stopped at
+    them ("is application/vnd.in-toto+json, not gzip"), so `promote --zstd` of a buildx-pushed image failed."""
+    _, registry, client = _setup()
+    statement = _blob(registry, b'{"_type":"https://in-toto.io/Statement/v0.1"}')
+    empty = {"mediaType": OCI_CONFIG, "digest": _blob(registry, b"{}"), "size": 2}
+    layer = {"mediaType": "application/vnd.in-toto+json", "digest": statement, "size": 46}
+    attestation = _put(registry, "att", {"schemaVersion": 2, "mediaType": OCI_MANIFEST, "config": empty,
+                                         "layers": [layer]}, OCI_MANIFEST)  # fmt: skip
+    amd = _image(registry, "x-amd64", [tar_of("amd", 5000)])
+    kept = {
+        "mediaType": OCI_MANIFEST,
+        "digest": attestation,
+        "size": len(_stored(registry, attestation)[0]),
+        "platform": {"architecture": "unknown", "os": "unknown"},
+        "annotations": {"vnd.docker.reference.type": "attestation-manifest", "vnd.docker.reference.digest": amd},
+    }
+    image = {"mediaType": DOCKER_MANIFEST, "digest": amd, "size": len(_stored(registry, amd)[0]),
+             "platform": {"architecture": "amd64", "os": "linux"}}  # fmt: skip
+    _put(registry, "x", {"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": [image, kept]}, OCI_INDEX)
+    result = zstd_copy(client, parse_ref(f"{REPO}:x"))
+    copied = json.loads(_stored(registry, "x-zstd")[0])["manifests"]
+    assert copied[1] == kept
+    assert copied[0]["digest"] != amd and copied[0]["mediaType"] == OCI_MANIFEST
+    assert (result.recompressed, result.platforms) == (1, ["linux/amd64"])
