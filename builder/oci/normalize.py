@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import hashlib
+import io
 import json
 import shutil
 import tarfile
@@ -200,14 +201,14 @@ def layer_files(path: Path) -> dict[str, str]:
 
 
 def push_normal(client: Distribution, repo: RepoRef, tag: str, image: NormalImage) -> str:
-    """The normalized image under repo:tag: each blob the registry lacks uploaded (streamed from its file),
-    then the manifest; the digest the registry stored it under (that of the manifest's bytes)."""
-    config = image.layers[0].blob.path.with_name("config.json") if image.layers else None
-    blobs = [layer.blob for layer in image.layers]
-    if config is not None:
-        blobs.append(Blob(config, "sha256:" + hashlib.sha256(image.config).hexdigest(), len(image.config)))
-    for blob in blobs:
+    """The normalized image under repo:tag: each blob the registry lacks uploaded (a layer streamed from its
+    file, the config from its bytes: an image without layers has one too), then the manifest; the digest the
+    registry stored it under (that of the manifest's bytes)."""
+    for blob in [layer.blob for layer in image.layers]:
         if not client.blob_exists(repo, blob.digest, push=True):
             with blob.path.open("rb") as data:  # chunked and resumable past one chunk (oci/upload.py)
                 client.upload_file(repo, data, blob.digest, blob.path.stat().st_size)
+    config = "sha256:" + hashlib.sha256(image.config).hexdigest()
+    if not client.blob_exists(repo, config, push=True):
+        client.upload_file(repo, io.BytesIO(image.config), config, len(image.config))
     return client.put_manifest(repo, tag, image.manifest, MANIFEST_TYPE)
