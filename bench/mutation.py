@@ -51,8 +51,17 @@ class Group:
     name: str
     files: tuple[str, ...]  # globs under the repository root: what is mutated
     tests: tuple[str, ...] = ()  # test files beyond those that import a mutated module
+    # its code also runs in .venv-torch's Python, started by the tests (tests/unit/sim_kit.py): bench/mutmut_bridge
+    children: bool = False
 
 
+# The smoke checks on real torch: the suite runs in a child Python (sim_kit), which bench/mutmut_bridge reaches.
+TORCH_TESTS = (
+    "test_gpu_sim.py",
+    "test_smoke_onnx_torch.py",
+    "test_smoke_train_compile_torch.py",
+    "test_smoke_workflows_torch.py",
+)
 GROUPS = (
     Group("core/redact", ("builder/core/redact.py",), ("test_render_secrets.py", "test_render_safety.py")),
     Group("core/files", ("builder/core/files.py",), ("test_matrix_errors.py", "test_hostile.py")),
@@ -64,8 +73,10 @@ GROUPS = (
     Group("host", ("builder/host/*.py",), ("test_doctor.py", "test_inspect.py")),
     Group("publish", ("builder/publish/*.py",), ("test_publish_platforms.py", "test_publish_set.py")),
     Group("resolve", ("builder/resolve/*.py", "builder/resolve/rules/*.py"), ("test_rules.py", "test_one_answer.py")),
-    Group("smoke/checks", ("builder/smoke/checks_*.py",)),
+    Group("smoke/checks", ("builder/smoke/checks_*.py",), TORCH_TESTS, children=True),
 )
+BRIDGE = ROOT / "bench" / "mutmut_bridge"
+TORCH_PYTHON = ROOT / ".venv-torch" / "bin" / "python"  # scripts/setup makes it
 
 
 def mutated_files(group: Group) -> list[str]:
@@ -126,10 +137,49 @@ def prepare(group: Group, work: Path) -> Path:
         "    -q",
         *(f"    --deselect={d}" for d in DESELECT),
     ]
+    if group.children:
+        bridge(folder)
+        lines += ["    -p", "    mutmut_bridge_plugin"]
     lines += ["pytest_add_cli_args_test_selection =", *(f"    {t}" for t in test_files(group))]
     lines += ["use_git_change_detection = false", ""]
     (folder / "setup.cfg").write_text("\n".join(lines), encoding="utf-8")
     return folder
+
+
+FULL_NAME = """
+
+def _full(module: str) -> str:
+    return "builder." + module if module.split(".")[0] == "smoke" else module
+"""
+
+
+def bridge(folder: Path) -> None:
+    """The child Python's `mutmut` (tests/gpu_sim is on its path, not on the test process's) and the plugin that
+    hands its hits to mutmut (bench/mutmut_bridge/plugin.py). The child's trampoline is mutmut's own, with one
+    change: the suite run as a folder imports its checks as `smoke.checks_x`, which mutmut names
+    `builder.smoke.checks_x` (the hits' names, and which mutant is active)."""
+    import mutmut
+
+    real = Path(mutmut.__file__).parent
+    child = folder / "tests" / "gpu_sim" / "mutmut"
+    for name in ("__init__.py", "mutation/__init__.py", "utils/__init__.py"):
+        (child / name).parent.mkdir(parents=True, exist_ok=True)
+        (child / name).write_text("", encoding="utf-8")
+    for name in ("core.py", "utils/format_utils.py", "mutation/trampoline_templates.py"):
+        shutil.copy2(real / name, child / name)
+    shutil.copy2(BRIDGE / "stats.py", child / "stats.py")
+    trampoline = (real / "mutation" / "trampoline.py").read_text(encoding="utf-8")
+    changes = (
+        ('f"{orig_func.__module__}.', 'f"{_full(orig_func.__module__)}.'),
+        ("if module != decorated_func.__module__:", "if module != _full(decorated_func.__module__):"),
+    )
+    for old, new in changes:
+        if trampoline.count(old) != 1:
+            raise SystemExit(f"mutmut {MUTMUT}'s trampoline.py changed: {old!r} not found once (bench/mutation.py)")
+        trampoline = trampoline.replace(old, new)
+    trampoline += FULL_NAME
+    (child / "mutation" / "trampoline.py").write_text(trampoline, encoding="utf-8")
+    shutil.copy2(BRIDGE / "plugin.py", folder / UNIT / "mutmut_bridge_plugin.py")
 
 
 _MUTANT = re.compile(r"^\s*(?P<module>[\w.]+?)\.x[_\u01c1](?P<rest>\S*): (?P<status>.+)$")
@@ -164,7 +214,10 @@ def run(group: Group, work: Path, jobs: int, mutants: list[str]) -> dict[str, ob
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
     argv = [*mutmut, "run", "--max-children", str(jobs), *mutants]
-    ran = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False)
+    env = dict(os.environ)
+    if group.children:  # sim_kit's default is .venv-torch beside the tests: not in mutmut's copy
+        env["TORCHYARD_SIM_PYTHON"] = str(TORCH_PYTHON)
+    ran = subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False, env=env)
     seconds = time.monotonic() - start
     (folder / "run.log").write_text(ran.stdout + ran.stderr, encoding="utf-8")
     if ran.returncode != 0:
