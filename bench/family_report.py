@@ -41,8 +41,8 @@ def markdown(r: dict[str, Any]) -> str:
     payload = part["base"] + part["apt"] + part["venv"]
     lines = [
         "Command: `sudo .venv/bin/python bench/family_bench.py --markdown` (cold: in the bench's own dockerd, its "
-        "cache pruned before; the family after the first image on the os stage the first one built, as a publish "
-        "run builds it).",
+        "cache pruned before; each image after the first from an empty build cache too, as a later publish run on "
+        "another machine builds it).",
         "",
         "| image | build (with smoke) | size | compressed | pushed | pushed / compressed | pull after the ones above |",
         "|---|---|---|---|---|---|---|",
