@@ -107,7 +107,8 @@ def torch_stack() -> dict[str, Any]:
     found: dict[str, Any] = {"torch": str(torch.__version__), "cuda": torch.version.cuda}
     found["cudnn"] = _ask(torch.backends.cudnn.version)
     found["nccl"] = _ask(lambda: ".".join(str(p) for p in torch.cuda.nccl.version()))
-    found["archs"] = _ask(torch._C._cuda_getArchFlags)
+    # a lambda, not the bound function: a CPU build has no torch._C._cuda_getArchFlags
+    found["archs"] = _ask(lambda: torch._C._cuda_getArchFlags())  # noqa: PLW0108
     return found
 
 
