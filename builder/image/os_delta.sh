@@ -52,8 +52,9 @@ end)
 	tar --extract --same-permissions --same-owner --numeric-owner --directory="$out" --file="$state/tree.tar"
 	rm -f "$state/tree.tar"
 	# Which times to clear is read from the originals (nanoseconds): tar keeps whole seconds, so a copy written in
-	# the mark's second would not look newer than it.
-	listing -newer "$state/mark" | sed "s|^|$out|" | xargs -r -d '\n' touch --no-dereference --date=@0
+	# the mark's second would not look newer than it. Only what the tree holds (-cnewer): a base file whose time
+	# lies in the future is not the install's.
+	listing -cnewer "$state/mark" -newer "$state/mark" | sed "s|^|$out|" | xargs -r -d '\n' touch --no-dereference --date=@0
 	touch --no-dereference --date=@0 "$out"
 	;;
 *)

@@ -23,6 +23,7 @@ DOCKERFILE = """FROM debian:bookworm-slim AS files
 RUN --mount=type=bind,source=os_delta.sh,target=/tmp/os_delta.sh \\
     set -eu; \\
     echo before > /etc/torchyard-before; \\
+    touch -d @4102444800 /etc/torchyard-before; \\
     sh /tmp/os_delta.sh begin; \\
     rm /etc/debian_version; \\
     mkdir -p /opt/new/deep; \\
@@ -90,7 +91,8 @@ def test_what_the_tree_leaves_out(built: tuple[list[str], list[str], str, str]) 
     paths = {line.split()[0] for line in listing.splitlines()}
     assert "/tmp/scratch" not in paths  # /tmp is the step's, not the image's
     assert "/var/log/torchyard.log" not in paths  # logs hold the time of the install
-    assert "/etc/torchyard-before" not in paths  # written before the mark: a build setting, not the packages'
+    # written before the mark (a build setting, not the packages'), with a time in the future: not the install's
+    assert "/etc/torchyard-before" not in paths
 
 
 def test_a_file_the_step_removed_stays_and_is_named(built: tuple[list[str], list[str], str, str]) -> None:
