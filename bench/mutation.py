@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
 import json
 import os
 import re
@@ -158,9 +159,10 @@ def bridge(folder: Path) -> None:
     hands its hits to mutmut (bench/mutmut_bridge/plugin.py). The child's trampoline is mutmut's own, with one
     change: the suite run as a folder imports its checks as `smoke.checks_x`, which mutmut names
     `builder.smoke.checks_x` (the hits' names, and which mutant is active)."""
-    import mutmut
-
-    real = Path(mutmut.__file__).parent
+    found = importlib.util.find_spec("mutmut")  # an optional extra: not imported, so mypy needs no stubs without it
+    if found is None or found.origin is None:
+        raise SystemExit(f"mutmut is not installed in {sys.prefix}")
+    real = Path(found.origin).parent
     child = folder / "tests" / "gpu_sim" / "mutmut"
     for name in ("__init__.py", "mutation/__init__.py", "utils/__init__.py"):
         (child / name).parent.mkdir(parents=True, exist_ok=True)
