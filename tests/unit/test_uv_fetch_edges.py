@@ -319,7 +319,7 @@ def test_an_answer_without_a_content_type_gives_an_empty_one(served: Served) -> 
 def test_an_index_that_does_not_answer_times_out_and_the_next_is_asked(
     served: Served, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(uv_fetch, "TIMEOUT", 0.3)
+    monkeypatch.setattr(uv_fetch, "TIMEOUT", 1.0)  # the index that answers must do so within it, loaded or not
     served.routes["/stall/uv/"] = Answer(stall=True)
     served.routes["/simple/uv/"] = Answer(page(X86))
     pip_conf = conf(tmp_path, f"http://{served.host}/stall", f"http://{served.host}/simple")
