@@ -5,10 +5,8 @@ answers from a stand-in torch module, the dpkg status file the module is pointed
 from __future__ import annotations
 
 import json
-import locale
 import sys
 import types
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,17 +84,6 @@ def image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     status = tmp_path / "var" / "lib" / "dpkg" / "status"
     monkeypatch.setattr(inventory, "DPKG_STATUS", str(status))
     return status
-
-
-@pytest.fixture
-def c_locale() -> Iterator[None]:
-    """The C locale's character set (ASCII) for text files opened without an explicit encoding."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 # ---- canonical ----

@@ -5,10 +5,8 @@ of the written files, the locale, the Watch's first answer and site_of's refusal
 from __future__ import annotations
 
 import io
-import locale
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,17 +32,6 @@ def _venv(root: Path, *dists: tuple[str, str]) -> Path:
     for name in (*LAUNCHERS, "python", "torchrun"):
         (root / "bin" / name).write_text("#!/opt/venv/bin/python\n# the installer's launcher\n")
     return root
-
-
-@pytest.fixture
-def c_locale() -> Iterator[None]:
-    """The C locale's character set (ASCII) for text files opened without an explicit encoding."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 # ---- reading METADATA ----

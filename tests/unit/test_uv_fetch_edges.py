@@ -9,7 +9,6 @@ import datetime
 import hashlib
 import io
 import ipaddress
-import locale
 import os
 import platform
 import ssl
@@ -168,17 +167,6 @@ def tls_served(tmp_path: Path) -> Iterator[tuple[Served, Tls]]:
     context.load_cert_chain(str(tmp_path / "server.pem"))
     for served in _serve(context):
         yield served, tls
-
-
-@pytest.fixture
-def c_locale() -> Iterator[None]:
-    """The C locale's character set (ASCII) for text files opened without an explicit encoding."""
-    before = locale.setlocale(locale.LC_CTYPE)
-    locale.setlocale(locale.LC_CTYPE, "C")
-    try:
-        yield
-    finally:
-        locale.setlocale(locale.LC_CTYPE, before)
 
 
 def conf(tmp_path: Path, *urls: str) -> str:
