@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import requests
-from http_kit import Answer, Net, Sent
+from http_kit import Answer, Net, Sent, json_answer
 
 from builder.oci.client import DOCKER_MANIFEST, digest_of
 
@@ -203,3 +203,27 @@ def tar_of(name: str, size: int) -> bytes:
         info.size = size
         tar.addfile(info, io.BytesIO((hashlib.sha256(name.encode()).digest() * (size // 32 + 1))[:size]))
     return raw.getvalue()
+
+
+class ScopedRegistry:
+    """A MemoryRegistry behind a token service, as Docker Hub or GHCR: every request needs a bearer token whose
+    scopes cover it (pull to read a repository, pull,push to write it, pull of the source of a mount)."""
+
+    CHALLENGE = 'Bearer realm="https://auth.example/token",service="r"'
+
+    def __init__(self, net: Net, registry: MemoryRegistry) -> None:
+        self.registry = registry
+        self.asked: list[tuple[str, ...]] = []  # the scope sets tokens were asked for, in order
+        net.on(self.handle)
+
+    def handle(self, sent: Sent) -> Answer | Exception | None:
+        if sent.url.startswith("https://auth.example/"):
+            self.asked.append(tuple(sent.query["scope"]))
+            return json_answer({"token": " ".join(sent.query["scope"])})
+        granted = set((sent.bearer or "").split())
+        name = re.split(r"/(?:blobs|manifests|referrers)/", sent.path[len("/v2/") :])[0]
+        needed = [f"repository:{name}:" + ("pull" if sent.method in ("GET", "HEAD") else "pull,push")]
+        needed += [f"repository:{source}:pull" for source in sent.query.get("from", [])]
+        if not all(n in granted or n + ",push" in granted for n in needed):
+            return Answer(401, b"", {"WWW-Authenticate": self.CHALLENGE})
+        return self.registry.handle(sent)

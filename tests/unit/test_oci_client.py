@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 from http_kit import Answer, Net, Sent, json_answer
-from registry_kit import MemoryRegistry
+from registry_kit import MemoryRegistry, ScopedRegistry
 
 from builder.core.errors import PushError
 from builder.net.cache import DiskCache
@@ -227,30 +226,6 @@ def test_an_unreachable_registry_is_named() -> None:
 
 
 # --- a registry that checks each token's scopes -------------------------------------------------------------
-
-
-class ScopedRegistry:
-    """A MemoryRegistry behind a token service, as Docker Hub or GHCR: every request needs a bearer token whose
-    scopes cover it (pull to read a repository, pull,push to write it, pull of the source of a mount)."""
-
-    CHALLENGE = 'Bearer realm="https://auth.example/token",service="r"'
-
-    def __init__(self, net: Net, registry: MemoryRegistry) -> None:
-        self.registry = registry
-        self.asked: list[tuple[str, ...]] = []  # the scope sets tokens were asked for, in order
-        net.on(self.handle)
-
-    def handle(self, sent: Sent) -> Answer | Exception | None:
-        if sent.url.startswith("https://auth.example/"):
-            self.asked.append(tuple(sent.query["scope"]))
-            return json_answer({"token": " ".join(sent.query["scope"])})
-        granted = set((sent.bearer or "").split())
-        name = re.split(r"/(?:blobs|manifests|referrers)/", sent.path[len("/v2/") :])[0]
-        needed = [f"repository:{name}:" + ("pull" if sent.method in ("GET", "HEAD") else "pull,push")]
-        needed += [f"repository:{source}:pull" for source in sent.query.get("from", [])]
-        if not all(n in granted or n + ",push" in granted for n in needed):
-            return Answer(401, b"", {"WWW-Authenticate": self.CHALLENGE})
-        return self.registry.handle(sent)
 
 
 def test_reads_and_a_mount_ask_for_a_token_with_the_scopes_they_need() -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from http_kit import Answer, Net, Sent, json_answer
-from registry_kit import MemoryRegistry
+from http_kit import Net
+from registry_kit import MemoryRegistry, ScopedRegistry
 
 from builder.core.errors import PushError, UsageError
 from builder.oci.client import DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, Distribution, digest_of
@@ -166,16 +166,8 @@ def test_the_target_s_blobs_are_checked_with_the_push_scope_the_upload_needs_any
     """A token for pull alone on a repository that does not exist yet is refused by some registries (Docker
     Hub); the check asks for pull,push, which the promotion needs in any case."""
     registry = MemoryRegistry(HOST)
-    challenge = 'Bearer realm="https://auth.example/token",service="r"'
-
-    def with_tokens(sent: Sent) -> Answer | Exception | None:
-        if sent.url.startswith("https://auth.example/"):  # the token names the scopes it was asked for
-            return json_answer({"token": " ".join(sent.query["scope"])})
-        if sent.bearer is None:
-            return Answer(401, b"", {"WWW-Authenticate": challenge})
-        return registry.handle(sent)
-
-    net = Net().on(with_tokens)
+    net = Net()
+    ScopedRegistry(net, registry)  # the token names the scopes it was asked for
     registry.add_image("team/cand", "t1")
     client = Distribution(net.http(), docker_login=False)
     promote(client, parse_ref(f"{HOST}/team/cand:t1"), parse_ref(f"{HOST}/team/pub:t1"))

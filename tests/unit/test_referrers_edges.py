@@ -10,8 +10,7 @@ import json
 
 import pytest
 from http_kit import Net, Sent
-from registry_kit import MemoryRegistry
-from test_oci_client import ScopedRegistry
+from registry_kit import MemoryRegistry, ScopedRegistry
 
 from builder.oci.client import DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, Distribution, Manifest, digest_of
 from builder.oci.referrers import Attached, artifact_content, attach, descriptor, put_referrer

@@ -14,8 +14,8 @@ from typing import IO, Any
 
 import pytest
 import zstandard
-from http_kit import Answer, Net, Sent, json_answer
-from registry_kit import DOCKER_CONFIG, GZIP_LAYER, MemoryRegistry, tar_of
+from http_kit import Answer, Net, Sent
+from registry_kit import DOCKER_CONFIG, GZIP_LAYER, MemoryRegistry, ScopedRegistry, tar_of
 
 from builder.core.errors import PushError, UsageError
 from builder.oci import zstd
@@ -450,16 +450,8 @@ def test_a_recompressed_layer_goes_to_a_temporary_file_only_above_the_spool_size
 
 def test_the_zstd_blob_is_looked_for_with_the_push_scope_the_upload_needs_anyway() -> None:
     registry = MemoryRegistry(HOST)
-    challenge = 'Bearer realm="https://auth.example/token",service="r"'
-
-    def with_tokens(sent: Sent) -> Answer | Exception | None:
-        if sent.url.startswith("https://auth.example/"):  # the token names the scopes it was asked for
-            return json_answer({"token": " ".join(sent.query["scope"])})
-        if sent.bearer is None:
-            return Answer(401, b"", {"WWW-Authenticate": challenge})
-        return registry.handle(sent)
-
-    net = Net().on(with_tokens)
+    net = Net()
+    ScopedRegistry(net, registry)  # the token names the scopes it was asked for
     client = Distribution(net.http(), docker_login=False, uploads=UploadPolicy(chunk=4096))
     _image(registry, "a", [tar_of("a", 900)])
     zstd_copy(client, parse_ref(f"{REPO}:a"))
