@@ -15,6 +15,7 @@ import json
 import re
 import tarfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import requests
@@ -203,6 +204,16 @@ def tar_of(name: str, size: int) -> bytes:
         info.size = size
         tar.addfile(info, io.BytesIO((hashlib.sha256(name.encode()).digest() * (size // 32 + 1))[:size]))
     return raw.getvalue()
+
+
+def save_archive(path: Path, members: dict[str, bytes]) -> Path:
+    """A tar file of plain members, as `docker save` writes one (config.json, l<n>/layer.tar, manifest.json)."""
+    with tarfile.open(path, "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
 
 
 class ScopedRegistry:

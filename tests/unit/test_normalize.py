@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fake_engine import FakeEngine, contents_of, wall_off_the_engine
 from http_kit import Net
-from registry_kit import MemoryRegistry
+from registry_kit import MemoryRegistry, save_archive
 from render_kit import plan
 
 from builder.build.pipeline import BuildSettings, build
@@ -65,12 +65,7 @@ def _saved(path: Path, layers: list[bytes], created: str) -> Path:
     members["manifest.json"] = json.dumps(
         [{"Config": "config.json", "Layers": [f"l{i}/layer.tar" for i in range(len(layers))]}]
     ).encode()
-    with tarfile.open(path, "w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+    return save_archive(path, members)
 
 
 VENV = _layer({"opt/venv/lib/torch/__init__.py": b"x = 1\n"}, 0)
@@ -180,11 +175,7 @@ def test_the_base_image_layers_are_kept_as_they_are(tmp_path: Path) -> None:
     config = json.loads(members["config.json"])
     config["history"][2]["comment"] = "buildkit.dockerfile.v0"  # the first step of this build makes layer 1
     members["config.json"] = json.dumps(config).encode()
-    with tarfile.open(saved, "w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    save_archive(saved, members)
     image = normalize_saved(saved, tmp_path / "out", EPOCH)
     assert not image.layers[0].changed  # the base's, though its times are after the epoch
     assert gzip.decompress(image.layers[0].blob.path.read_bytes()) == members["l0/layer.tar"]

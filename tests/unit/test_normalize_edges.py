@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from http_kit import Answer, Net, Sent, json_answer
-from registry_kit import MemoryRegistry
+from registry_kit import MemoryRegistry, save_archive
 
 from builder.oci import normalize as nz
 from builder.oci.client import Distribution
@@ -87,12 +87,7 @@ def saved(
     members |= {f"l{i}/layer.tar": layer for i, layer in enumerate(layers)}
     index = [{"Config": "config.json", "Layers": [f"l{i}/layer.tar" for i in range(len(layers))]}]
     members["manifest.json"] = json.dumps(index).encode()
-    with tarfile.open(path, "w") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path
+    return save_archive(path, members)
 
 
 def step(created_by: str) -> dict[str, Any]:
