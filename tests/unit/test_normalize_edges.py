@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from http_kit import Answer, Net, Sent, json_answer
-from registry_kit import MemoryRegistry, save_archive
+from http_kit import Net
+from registry_kit import MemoryRegistry, ScopedRegistry, save_archive
 
 from builder.oci import normalize as nz
 from builder.oci.client import Distribution
@@ -441,16 +441,8 @@ REPO = parse_repo(f"{HOST}/team/t")
 def registry() -> tuple[Net, MemoryRegistry, Distribution]:
     """A registry behind bearer tokens, each token naming the scopes it was asked for."""
     memory = MemoryRegistry(HOST)
-    challenge = 'Bearer realm="https://auth.example/token",service="r"'
-
-    def with_tokens(sent: Sent) -> Answer | Exception | None:
-        if sent.url.startswith("https://auth.example/"):
-            return json_answer({"token": " ".join(sent.query["scope"])})
-        if sent.bearer is None:
-            return Answer(401, b"", {"WWW-Authenticate": challenge})
-        return memory.handle(sent)
-
-    net = Net().on(with_tokens)
+    net = Net()
+    ScopedRegistry(net, memory)
     return net, memory, Distribution(net.http(), docker_login=False)
 
 
