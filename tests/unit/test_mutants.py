@@ -23,7 +23,7 @@ from fake_engine import wall_off_the_engine
 from host_kit import machine
 from http_kit import Answer, Net, json_answer
 from matrix_kit import BASE, combo, edit, real, small
-from publish_kit import REPO, PublishFakes, fakes_for
+from publish_kit import BOTH, REPO, PublishFakes, fakes_for
 
 from builder.core.errors import TorchyardError
 from builder.core.kinds import AliasStatus, Flavor, Platform, Strategy
@@ -102,14 +102,6 @@ def an_expired_bearer_token_is_not_sent_again(mod: ModuleType, _: Path) -> None:
         assert authenticator.headers("registry.example", ("repository:team/torch:push",)) == {}
 
 
-BOTH = """
-[[publish]]
-name = "both"
-torch = "==2.14.1"
-os = ["debian12"]
-flavors = ["runtime"]
-platforms = ["linux/arm64", "linux/amd64"]
-"""
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
 ALIAS = "2.14-cuda13.0-runtime"
 
