@@ -6,6 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import platform
+import stat
 import subprocess
 from dataclasses import dataclass
 from typing import Protocol
@@ -45,14 +46,31 @@ class RealSystem:
             fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return None
-        with os.fdopen(fd, "rb") as handle:
-            try:
-                return handle.read(limit).decode("utf-8", errors="replace")
-            except OSError:
+        try:
+            # a folder or a FIFO named where a file is expected (daemon.json, a CDI spec) is no file to read
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
                 return None
+            return _read_up_to(fd, limit).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
 
     def glob(self, pattern: str) -> list[str]:
         return sorted(glob.glob(pattern))
 
     def machine(self) -> str:
         return platform.machine()
+
+
+def _read_up_to(fd: int, limit: int) -> bytes:
+    """Up to limit bytes: a /proc file may answer a read with less than it holds."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.read(fd, left)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
