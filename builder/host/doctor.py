@@ -18,7 +18,7 @@ from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery
 from builder.resolve.report import index_url, min_driver
-from builder.resolve.resolver import Result, explain, lookup
+from builder.resolve.resolver import Result, evaluate, explain, lookup
 
 NVIDIA_TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 
@@ -130,9 +130,10 @@ def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:
     top = unbound.valid[0].combo
     if top.torch.version == best.combo.torch.version and top.variant.cuda == best.combo.variant.cuda:
         return found
-    floor = explain(m, replace(q, torch=None, variant=top.variant.name))
-    failed = next((c for c in floor.checks if not c.ok), None)
-    cuda = minor_str(top.variant.cuda) if top.variant.cuda else "cpu"
+    facts = Facts(m)
+    failed, cuda = evaluate(facts, q, top).first_failure, top.variant.cuda
+    if failed is None or cuda is None:  # the driver runs it too: only the ranking differs (PyPI's default first
+        return found  # without a driver, full level first with one), so nothing newer is out of reach
     newest = ", the newest it runs" if not unknown else ", the newest every check passed for"
     if best.unrecorded:  # the choice itself could not be fully checked: it may run, nothing more
         reasons = "; ".join(dict.fromkeys(c.reason for c in best.unrecorded))
@@ -140,10 +141,9 @@ def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:
     return [
         Problem(
             "driver-cuda",
-            f"driver {q.driver} cannot run torch {top.local_version} (CUDA {cuda})"
-            + (f": {failed.reason}" if failed else "")
-            + f"; chose torch {best.combo.local_version}{newest}",
-            f"update the driver (to >= {min_driver(Facts(m), top)}) for the newest builds, or keep the choice above",
+            f"driver {q.driver} cannot run torch {top.local_version} (CUDA {minor_str(cuda)}): {failed.reason}; "
+            f"chose torch {best.combo.local_version}{newest}",
+            f"update the driver (to >= {min_driver(facts, top)}) for the newest builds, or keep the choice above",
         ),
         *found,
     ]

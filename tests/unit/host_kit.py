@@ -95,6 +95,9 @@ def machine(
 
 # A consumer card on an old driver: RTX 4090 with the 535 LTS driver.
 RTX4090_535 = "0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n"
+# The same card on CUDA 11.8's driver: no CUDA 12 build runs (>= 525.60.13), and the newest cu118 wheels
+# (torch 2.6, 2.7) have no recorded compiled architectures.
+RTX4090_520 = RTX4090_535.replace("535.104.05", "520.61.05")
 # Two data-center GPUs (H100 SXM5) on 550 and on 580.
 H100 = "{i}, NVIDIA H100 80GB HBM3, 9.0, 81559, 550.54.15, Disabled\n"
 H100X2_550 = H100.format(i=0) + H100.format(i=1)
