@@ -3,6 +3,7 @@
 Each output is written the way the tool prints it (formats from NVIDIA's docs and public logs, collected in
 docs/troubleshooting.md's sources): `nvidia-smi --query-gpu=index,name,compute_cap,memory.total,driver_version,
 mig.mode.current --format=csv,noheader,nounits`, `lspci -nn -d 10de:`, /proc/driver/nvidia/version.
+RunEngine is the engine as `torchyard run` sees it (the images here, the team's registry, the containers started).
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.core.errors import PushError, TorchyardError
+from builder.engine.interactive import ContainerSpec, Exited
+from builder.engine.types import ImageInfo, RegistryAuth
 from builder.host.gpus import QUERY
 from builder.host.system import NOT_FOUND, Ran
 
@@ -129,3 +133,53 @@ RTX5090_575 = "0, NVIDIA GeForce RTX 5090, 12.0, 32607, 575.57.08, [N/A]\n"
 # A 470 driver's nvidia-smi has no compute_cap field: the architecture comes from the name.
 P100_470 = "0, Tesla P100-PCIE-16GB, 16280, 470.82.01, Disabled\n"
 A10_580 = "0, NVIDIA A10, 8.6, 23028, 580.65.06, Disabled\n"
+
+
+# -- the engine as `torchyard run` sees it -------------------------------------------------------------------
+
+# A torchyard CUDA 13 image as its labels say it (what `torchyard inspect` reads without a manifest).
+CUDA13_LABELS = {
+    "io.torchyard.version": "0.1.0",
+    "io.torchyard.combination": "torch2.14.1-cu130-py3.11-debian12",
+    "io.torchyard.torch": "2.14.1+cu130",
+    "io.torchyard.cuda": "13.0",
+    "io.torchyard.cudnn": "9.13.0",
+    "io.torchyard.nccl": "2.27.7",
+    "io.torchyard.python": "3.11",
+    "io.torchyard.os": "debian12",
+}
+
+
+def image(labels: dict[str, str] | None = None, platform: str = "linux/amd64") -> ImageInfo:
+    return ImageInfo("sha256:" + "ab" * 32, dict(labels or {}), (), (), 1, platform=platform)
+
+
+@dataclass
+class RunEngine:
+    """The engine as run sees it (host.launch.Images, and the manifest `inspect --here` reads): images by
+    reference, pulls recorded (and served from `registry`), started containers recorded (each exits 7)."""
+
+    images: dict[str, ImageInfo] = field(default_factory=dict)
+    registry: dict[str, ImageInfo] = field(default_factory=dict)
+    pulled: list[str] = field(default_factory=list)
+    started: list[ContainerSpec] = field(default_factory=list)
+    read_error: TorchyardError | None = None  # read_file raises it (the engine could not open the image)
+
+    def inspect(self, ref: str) -> ImageInfo | None:
+        return self.images.get(ref)
+
+    def pull(self, ref: str, auth: RegistryAuth | None = None) -> ImageInfo:
+        self.pulled.append(ref)
+        if ref not in self.registry:
+            raise PushError(f"pull {ref}: manifest unknown")
+        self.images[ref] = self.registry[ref]
+        return self.images[ref]
+
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
+        if self.read_error is not None:
+            raise self.read_error
+        return None
+
+    def run(self, spec: ContainerSpec, **_: Any) -> Exited:
+        self.started.append(spec)
+        return Exited(7)

@@ -8,19 +8,30 @@ from __future__ import annotations
 import os
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from host_kit import A100_MIG, DOCKER_PLAIN, DOCKER_WITH_TOOLKIT, GB10, H100X2_580, RTX4090_535, FakeSystem, machine
+from host_kit import (
+    A100_MIG,
+    CUDA13_LABELS,
+    DOCKER_PLAIN,
+    DOCKER_WITH_TOOLKIT,
+    GB10,
+    H100X2_580,
+    RTX4090_535,
+    FakeSystem,
+    RunEngine,
+    image,
+    machine,
+)
 from matrix_kit import real
 
 from builder.cli.main import main
 from builder.cli.run_cmd import split_after
-from builder.core.errors import PushError, UsageError
-from builder.engine import ImageInfo
-from builder.engine.interactive import ContainerSpec, Exited, docker_run_argv
+from builder.core.errors import UsageError
+from builder.engine.interactive import ContainerSpec, docker_run_argv
 from builder.engine.quick import QuickEngine
 from builder.host.doctor import diagnose
 from builder.host.probe import probe
@@ -30,51 +41,17 @@ from builder.resolve.query import RawQuery
 M = real()
 CDI = {"ServerVersion": "28.3.0", "Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}
 CDI_SPEC = {"/etc/cdi/nvidia.yaml": "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n"}
-# A torchyard CUDA 13 image as its labels say it (what `torchyard inspect` reads without a manifest).
-CUDA13_LABELS = {
-    "io.torchyard.version": "0.1.0",
-    "io.torchyard.combination": "torch2.14.1-cu130-py3.11-debian12",
-    "io.torchyard.torch": "2.14.1+cu130",
-    "io.torchyard.cuda": "13.0",
-    "io.torchyard.cudnn": "9.13.0",
-    "io.torchyard.nccl": "2.27.7",
-    "io.torchyard.python": "3.11",
-    "io.torchyard.os": "debian12",
-}
 ME = f"{os.getuid()}:{os.getgid()}"
 
 
-@dataclass
-class Engine:
-    """The engine as run sees it: images by reference, pulls recorded (and served from `registry`)."""
-
-    images: dict[str, ImageInfo] = field(default_factory=dict)
-    registry: dict[str, ImageInfo] = field(default_factory=dict)
-    pulled: list[str] = field(default_factory=list)
-    started: list[ContainerSpec] = field(default_factory=list)
-
-    def install(self, monkeypatch: pytest.MonkeyPatch, system: FakeSystem, info: dict[str, Any]) -> None:
-        monkeypatch.setattr("builder.cli.run_cmd.RealSystem", lambda: system)
-        monkeypatch.setattr(QuickEngine, "daemon_info", lambda _: info)
-        monkeypatch.setattr(QuickEngine, "inspect", lambda _, ref: self.images.get(ref))
-        monkeypatch.setattr(QuickEngine, "read_file", lambda *_, **__: None)
-        monkeypatch.setattr(QuickEngine, "pull", lambda _, ref, auth: self.pull(ref))
-        monkeypatch.setattr("builder.cli.run_cmd.run_container", self.run)
-
-    def pull(self, ref: str) -> ImageInfo:
-        self.pulled.append(ref)
-        if ref not in self.registry:
-            raise PushError(f"pull {ref}: manifest unknown")
-        self.images[ref] = self.registry[ref]
-        return self.images[ref]
-
-    def run(self, spec: ContainerSpec, **_: Any) -> Exited:
-        self.started.append(spec)
-        return Exited(7)
-
-
-def image(labels: dict[str, str] | None = None, platform: str = "linux/amd64") -> ImageInfo:
-    return ImageInfo("sha256:" + "ab" * 32, dict(labels or {}), (), (), 1, platform=platform)
+def install(engine: RunEngine, monkeypatch: pytest.MonkeyPatch, system: FakeSystem, info: dict[str, Any]) -> None:
+    """`engine` at QuickEngine's seams and in place of run_container; `system` as the machine."""
+    monkeypatch.setattr("builder.cli.run_cmd.RealSystem", lambda: system)
+    monkeypatch.setattr(QuickEngine, "daemon_info", lambda _: info)
+    monkeypatch.setattr(QuickEngine, "inspect", lambda _, ref: engine.inspect(ref))
+    monkeypatch.setattr(QuickEngine, "read_file", lambda _, *args, **kwargs: engine.read_file(*args, **kwargs))
+    monkeypatch.setattr(QuickEngine, "pull", lambda _, ref, auth: engine.pull(ref, auth))
+    monkeypatch.setattr("builder.cli.run_cmd.run_container", engine.run)
 
 
 @dataclass(frozen=True)
@@ -88,7 +65,7 @@ class Ran:
         return self.stdout + self.stderr
 
 
-Torchyard = Callable[..., tuple[Ran, Engine]]
+Torchyard = Callable[..., tuple[Ran, RunEngine]]
 
 
 @pytest.fixture
@@ -96,10 +73,10 @@ def torchyard(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str
     """`torchyard run ARGS` through main (its one error line and exit code) on a recorded machine."""
 
     def invoke(
-        system: FakeSystem, *args: str, docker: dict[str, Any] | None = None, engine: Engine | None = None
-    ) -> tuple[Ran, Engine]:
-        engine = engine or Engine()
-        engine.install(monkeypatch, system, DOCKER_WITH_TOOLKIT if docker is None else docker)
+        system: FakeSystem, *args: str, docker: dict[str, Any] | None = None, engine: RunEngine | None = None
+    ) -> tuple[Ran, RunEngine]:
+        engine = engine or RunEngine()
+        install(engine, monkeypatch, system, DOCKER_WITH_TOOLKIT if docker is None else docker)
         with pytest.raises(SystemExit) as exited:
             main(["run", *args])
         out, err = capsys.readouterr()
@@ -173,7 +150,7 @@ def test_dry_run_without_a_gpu_has_no_gpu_flags_and_says_the_cpu_is_used(torchya
 def test_an_image_that_will_not_run_here_is_refused_with_the_one_that_would(torchyard: Torchyard) -> None:
     system = machine(RTX4090_535, driver="535.104.05")
     ref = "team/torch:cu130"
-    engine = Engine(images={ref: image(CUDA13_LABELS)})
+    engine = RunEngine(images={ref: image(CUDA13_LABELS)})
     result, _ = torchyard(system, "--dry-run", ref, "--", "python", "-c", "1", engine=engine)
     assert result.exit_code == 1, result.output
     assert result.stdout == ""
@@ -189,7 +166,7 @@ def test_an_image_that_will_not_run_here_is_refused_with_the_one_that_would(torc
 
 def test_the_same_image_runs_on_a_580_driver(torchyard: Torchyard) -> None:
     ref = "team/torch:cu130"
-    engine = Engine(images={ref: image(CUDA13_LABELS)})
+    engine = RunEngine(images={ref: image(CUDA13_LABELS)})
     system = machine(RTX4090_535.replace("535.104.05", "580.65.06"), driver="580.65.06")
     result, _ = torchyard(system, "--dry-run", ref, "--", "python", "-c", "1", engine=engine)
     assert result.exit_code == 0, result.output
@@ -198,7 +175,7 @@ def test_the_same_image_runs_on_a_580_driver(torchyard: Torchyard) -> None:
 
 def test_without_a_gpu_only_the_platform_decides(torchyard: Torchyard) -> None:
     ref = "team/torch:arm64"
-    engine = Engine(images={ref: image(CUDA13_LABELS, platform="linux/arm64")})
+    engine = RunEngine(images={ref: image(CUDA13_LABELS, platform="linux/arm64")})
     result, _ = torchyard(machine(None, toolkit=False), "--dry-run", ref, docker=DOCKER_PLAIN, engine=engine)
     assert result.exit_code == 1
     assert "the image is linux/arm64, this machine linux/amd64" in result.stderr
@@ -210,7 +187,7 @@ def test_without_a_gpu_only_the_platform_decides(torchyard: Torchyard) -> None:
 def test_options_shell_root_shm_env_and_docker_options(torchyard: Torchyard) -> None:
     system = machine(None, toolkit=False)
     args = ("--dry-run", "--root", "--shm-size", "16g", "-e", "A=1", "-e", "B", "debian:bookworm-slim")
-    engine = Engine(images={"debian:bookworm-slim": image()})
+    engine = RunEngine(images={"debian:bookworm-slim": image()})
     result, _ = torchyard(system, *args, "--", "--network", "host", "--", "ls", "--", "-l", engine=engine)
     assert result.exit_code == 0, result.output
     argv = line(result)
@@ -248,20 +225,20 @@ def test_the_chosen_image_is_pulled_from_the_team_repository_and_started(
     system = machine(RTX4090_535, driver="535.104.05")
     monkeypatch.setenv("TORCHYARD_REPO", "127.0.0.1:5000/team/torch")
     ref = chosen(system, DOCKER_WITH_TOOLKIT).replace("torchyard:", "127.0.0.1:5000/team/torch:")
-    engine = Engine(registry={ref: image()})
+    engine = RunEngine(registry={ref: image()})
     result, _ = torchyard(system, "--", "python", "-c", "1", engine=engine)
     assert result.exit_code == 7, result.output  # the container's own exit code
     assert engine.pulled == [ref]
     (spec,) = engine.started
     assert (spec.image, spec.command, spec.gpu_flags, spec.user) == (ref, ("python", "-c", "1"), ("--gpus", "all"), ME)
-    missing, engine = torchyard(system, "--", "python", engine=Engine())
+    missing, engine = torchyard(system, "--", "python", engine=RunEngine())
     assert missing.exit_code == 1 and engine.pulled == [ref] and engine.started == []
     assert "not pulled (pull " in missing.stderr
 
 
 def test_a_given_image_is_pulled_then_judged(torchyard: Torchyard) -> None:
     ref = "127.0.0.1:5000/team/torch:cu130"
-    engine = Engine(registry={ref: image(CUDA13_LABELS)})
+    engine = RunEngine(registry={ref: image(CUDA13_LABELS)})
     result, _ = torchyard(machine(RTX4090_535, driver="535.104.05"), ref, engine=engine)
     assert result.exit_code == 1 and engine.pulled == [ref] and engine.started == []
     assert f"{ref} will not run here" in result.stderr
