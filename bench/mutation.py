@@ -137,7 +137,10 @@ def prepare(group: Group, work: Path) -> Path:
         "    no:cacheprovider",
         "    -q",
         *(f"    --deselect={d}" for d in DESELECT),
+        "    -p",
+        "    mutmut_fast_first",
     ]
+    shutil.copy2(BRIDGE / "fast_first.py", folder / UNIT / "mutmut_fast_first.py")
     if group.children:
         bridge(folder)
         lines += ["    -p", "    mutmut_bridge_plugin"]
