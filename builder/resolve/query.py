@@ -65,9 +65,10 @@ class RawQuery:
 
 
 def parse_query(m: Matrix, raw: RawQuery) -> Query:
-    gpus = tuple(dict.fromkeys(find_gpu(m, g) for g in raw.gpus))
+    named = tuple(find_gpu(m, g) for g in raw.gpus)  # one per --gpu, as _check_agree pairs them with the texts
+    gpus = tuple(dict.fromkeys(named))
     archs = tuple(dict.fromkeys(known_arch(m, a) for a in raw.archs))
-    _check_agree(raw, gpus, archs)
+    _check_agree(raw, named, archs)
     platform, given = _platform(raw.platform, gpus)
     return Query(
         driver=parse_driver(raw.driver) if raw.driver is not None else None,
