@@ -1,7 +1,7 @@
 """builder/resolve's JSON shapes and messages at their edges: lookup's result object field by field (a CUDA
 and a CPU combination), explain's verdict with and without --here, a check in JSON, the lines CANNOT TELL prints,
 --cuda's wheel spellings, --variant's refusal, the message when nothing is valid, choose with a problem and
-an ONNX Runtime release the matrix does not record. Written for the survivors
+an ONNX Runtime release the matrix does not record, min_driver without a minor-version floor. Written for the survivors
 of `bench/mutation.py resolve` (docs/mutation.md)."""
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from matrix_kit import query, real
+from matrix_kit import BASE, combo, edit, query, real, small
 from packaging.version import Version
 
 from builder.core.archs import parse_arch
 from builder.core.errors import NoMatchError, UsageError
 from builder.resolve.choose import choose, failure_message
 from builder.resolve.facts import Facts
-from builder.resolve.report import explanation_json, result_json, verdict_json
+from builder.resolve.report import explanation_json, min_driver, result_json, verdict_json
 from builder.resolve.resolver import Explanation, Lookup, lookup
 from builder.resolve.rules import arch as arch_rule
 from builder.resolve.rules import rule_onnxruntime
@@ -272,3 +272,14 @@ def test_without_a_gpu_the_condition_lists_the_builds_code(torch: str, variant: 
     found = lookup(M, query(M, torch=torch, variant=variant, python="3.11", driver="580")).valid[0]
     assert arch_rule.gpu_condition(found.combo) == f"a GPU the build has code for ({codes})"
     assert [c.condition for c in found.checks if c.rule == "arch-torch"] == [f"a GPU the build has code for ({codes})"]
+
+
+def test_min_driver_without_a_minor_version_floor_is_the_full_level_driver_or_none() -> None:
+    no_mvc = small(edit(BASE, 'major = 12\nmvc_min_driver = "525.60.13"\n', "major = 12\n"))
+    f = Facts(no_mvc)
+    assert min_driver(f, combo(no_mvc, "2.5.1", "cu118")) == "450.80.02"  # CUDA 11's floor is still recorded
+    cu124 = combo(no_mvc, "2.5.1", "cu124")
+    assert min_driver(f, cu124) == "550.54.15"
+    unrecorded = replace(cu124, variant=replace(cu124.variant, cuda=Version("12.6")))  # no [[cuda]] 12.6 entry
+    assert min_driver(f, unrecorded) is None
+    assert min_driver(f, combo(no_mvc, "2.5.1", "cpu")) is None
