@@ -9,9 +9,13 @@ from dataclasses import replace
 from matrix_kit import BASE, combo, edit, query, real, small
 from packaging.version import Version
 
-from builder.core.archs import parse_arch
+from builder.core.archs import Arch, parse_arch
+from builder.core.versions import parse_driver
+from builder.matrix.model import TorchVariant
 from builder.resolve import rules
+from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
+from builder.resolve.query import Query
 from builder.resolve.rules import ArchSupport, Check, driver_mode, worst_support
 from builder.resolve.rules.check import Missing, not_checked
 
@@ -171,4 +175,278 @@ def test_cudnn_arch_fails_passes_every_gpu_or_lacks_a_bound() -> None:
 def test_arch_cuda_of_a_cpu_build() -> None:
     assert rules.rule_arch_cuda(Facts(S), query(S, gpu="RTX 4090"), combo(S, "2.5.1", "cpu")) == Check(
         "arch-cuda", True, "CPU build", ("cmake-cuda-archs", "cuda13-dropped-archs")
+    )
+
+
+ARCH_CUDA_SOURCES = ("cmake-cuda-archs", "cuda13-dropped-archs")
+
+
+def test_arch_cuda_without_a_gpu_names_the_code_the_build_has_where_it_is_recorded() -> None:
+    amd = combo(M, "2.14.1", "cu126")
+    assert rules.rule_arch_cuda(Facts(M), query(M), amd) == not_checked(
+        "arch-cuda",
+        "no GPU given",
+        ARCH_CUDA_SOURCES,
+        Missing.INPUT,
+        "a GPU the build has code for (sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90; no PTX)",
+    )
+    # arm64's compiled architectures are not recorded for this build: no condition rather than an empty list
+    arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
+    assert rules.rule_arch_cuda(Facts(M), query(M), arm) == not_checked(
+        "arch-cuda", "no GPU given", ARCH_CUDA_SOURCES, Missing.INPUT
+    )
+
+
+def test_arch_cuda_fails_on_the_first_gpu_its_toolkit_dropped() -> None:
+    dropped = Check("arch-cuda", False, "CUDA 12.0+ dropped sm_37 (Kepler)", ARCH_CUDA_SOURCES)
+    cu126 = combo(M, "2.14.1", "cu126")
+    assert rules.rule_arch_cuda(Facts(M), query(M, gpu="Tesla K80"), cu126) == dropped
+    assert rules.rule_arch_cuda(Facts(M), query(M, gpu=("RTX 4090", "Tesla K80")), cu126) == dropped
+
+
+PTX = ("cuda-mvc",)
+
+
+def test_ptx_driver_says_why_it_had_nothing_to_check() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+    assert rules.rule_ptx_driver(Facts(M), query(M), combo(M, "2.14.1", "cpu")) == Check(
+        "ptx-jit-driver", True, "CPU build: no PTX JIT", PTX
+    )
+    arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
+    assert rules.rule_ptx_driver(Facts(M), query(M, gpu="GH200"), arm) == not_checked(
+        "ptx-jit-driver", "the compiled architectures of torch 2.14.1+cu126 are not recorded", PTX, Missing.FACT
+    )
+    assert rules.rule_ptx_driver(Facts(M), query(M), cu126) == not_checked(
+        "ptx-jit-driver",
+        "no GPU given",
+        PTX,
+        Missing.INPUT,
+        "a GPU the build has code for (sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90; no PTX)",
+    )
+    assert rules.rule_ptx_driver(Facts(M), query(M, gpu="RTX 4090", driver="535"), cu126) == Check(
+        "ptx-jit-driver", True, "no PTX JIT involved: the build has SASS for the GPU", PTX
+    )
+
+
+def test_ptx_driver_for_a_gpu_that_runs_only_ptx() -> None:
+    # sm_130 (hypothetical, past Blackwell) runs only 2.8 cu129's compute_120 PTX
+    cu129 = combo(M, "2.8.0", "cu129")
+    future = Arch(13, 0)
+    assert rules.rule_ptx_driver(Facts(M), Query(archs=(future,)), cu129) == not_checked(
+        "ptx-jit-driver",
+        "no driver given (the GPU runs only PTX)",
+        PTX,
+        Missing.INPUT,
+        "driver >= 575.51.03 (full level, to JIT CUDA 12.9 PTX)",
+    )
+    full = Query(driver=parse_driver("575"), archs=(future,))
+    assert rules.rule_ptx_driver(Facts(M), full, cu129) == Check(
+        "ptx-jit-driver", True, "the driver JIT-compiles CUDA 12.9 PTX at full level", PTX
+    )
+    minor = Query(driver=parse_driver("570.124.06"), archs=(future,))
+    assert rules.rule_ptx_driver(Facts(M), minor, cu129) == Check(
+        "ptx-jit-driver",
+        False,
+        "PTX from CUDA 12.9 needs a driver at its full level (>= 575.51.03); minor-version compatibility cannot JIT it",
+        PTX,
+    )
+
+
+CUDNN_CUDA = ("cudnn-9170", "cudnn-9102", "pytorch-release-md")
+
+
+def test_cudnn_cuda_word_for_word_on_each_path() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")  # cuDNN 9.10.2.21: CUDA 11 and 12 builds, >= 525.60.13 for CUDA 12
+
+    def as_(variant: TorchVariant) -> Combination:
+        return replace(cu126, variant=variant)
+
+    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
+        return rules.rule_cudnn_cuda(Facts(M), query(M, **flags), c)
+
+    assert check(combo(M, "2.14.1", "cpu")) == Check("cudnn-cuda", True, "CPU build: no cuDNN", CUDNN_CUDA)
+    assert check(as_(replace(cu126.variant, cudnn=None)), driver="550") == not_checked(
+        "cudnn-cuda", "the cuDNN of torch 2.14.1+cu126 is not recorded", CUDNN_CUDA, Missing.FACT
+    )
+    assert check(as_(replace(cu126.variant, cuda=Version("13.0"))), driver="580") == Check(
+        "cudnn-cuda", False, "cuDNN 9.10.2.21 has no CUDA 13 build", CUDNN_CUDA
+    )
+    assert check(cu126) == not_checked(
+        "cudnn-cuda", "no driver given", CUDNN_CUDA, Missing.INPUT, "driver >= 525.60.13"
+    )
+    assert check(cu126, driver="520") == Check(
+        "cudnn-cuda", False, "cuDNN 9.10.2.21 for CUDA 12 needs driver >= 525.60.13", CUDNN_CUDA
+    )
+    ok = Check("cudnn-cuda", True, "cuDNN 9.10.2.21 has a CUDA 12 build (tested: 11.8; 12.0-12.9)", CUDNN_CUDA)
+    assert check(cu126, driver="550") == ok
+    # below the floor, but forward compatibility brings CUDA 12.6's own libcuda, which meets it
+    assert check(cu126, driver="470", gpu="A100", forward_compat=True) == ok
+
+
+def test_cudnn_cuda_without_a_recorded_floor_for_the_major_is_not_checked() -> None:
+    text = edit(
+        BASE, 'min_driver = { cuda11 = "450.80.02", cuda12 = "525.60.13" }', 'min_driver = { cuda11 = "450.80.02" }'
+    )
+    floorless = small(text)
+    check = rules.rule_cudnn_cuda(Facts(floorless), query(floorless, driver="550"), combo(floorless, "2.5.1", "cu124"))
+    assert check == not_checked(
+        "cudnn-cuda", "cuDNN 9.1.0.70's driver floor for CUDA 12 is not recorded", CUDNN_CUDA, Missing.FACT
+    )
+
+
+ARCH_TORCH = ("arch-suffixes", "pytorch-wheel-arch", "pytorch-ada")
+CU126_CODE = "sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90; no PTX"  # torch 2.14.1+cu126's SASS on linux/amd64
+
+
+def test_arch_torch_word_for_word_on_each_path() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+    arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
+
+    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
+        return rules.rule_arch_torch(Facts(M), query(M, **flags), c)
+
+    assert check(combo(M, "2.14.1", "cpu"), gpu="RTX 4090") == Check(
+        "arch-torch", True, "CPU build: runs without a GPU", ARCH_TORCH
+    )
+    assert check(arm, gpu="GH200") == not_checked(
+        "arch-torch",
+        "the compiled architectures of torch 2.14.1+cu126 on linux/arm64 are not recorded (no source)",
+        ARCH_TORCH,
+        Missing.FACT,
+    )
+    assert check(cu126) == not_checked(
+        "arch-torch", "no GPU given", ARCH_TORCH, Missing.INPUT, f"a GPU the build has code for ({CU126_CODE})"
+    )
+    assert check(cu126, gpu=("RTX 4090", "H100")) == Check(
+        "arch-torch",
+        True,
+        "sm_89 runs the sm_86 SASS (same major, lower minor); sm_90: native SASS in torch 2.14.1+cu126",
+        ARCH_TORCH,
+    )
+    # the first GPU without code decides, whatever comes before or after it
+    assert check(cu126, gpu=("RTX 4090", "Tesla K80", "H100")) == Check(
+        "arch-torch", False, f"sm_37 has no runnable code in torch 2.14.1+cu126 ({CU126_CODE})", ARCH_TORCH
+    )
+
+
+DRIVER_CUDA = ("cuda-relnotes", "cuda-mvc", "cuda-forward-compat", "nvidia-cuda-images", "container-toolkit")
+
+
+def test_driver_cuda_word_for_word_on_each_path() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+
+    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
+        return rules.rule_driver_cuda(Facts(M), query(M, **flags), c)
+
+    assert check(combo(M, "2.14.1", "cpu")) == Check("driver-cuda", True, "CPU build: no driver needed", DRIVER_CUDA)
+    # without a driver, the floor is minor-version compatibility's for the major
+    assert check(cu126) == not_checked(
+        "driver-cuda", "no driver given", DRIVER_CUDA, Missing.INPUT, "driver >= 525.60.13"
+    )
+    assert check(combo(M, "2.14.1", "cu130")) == not_checked(
+        "driver-cuda", "no driver given", DRIVER_CUDA, Missing.INPUT, "driver >= 580.65.06"
+    )
+    assert check(cu126, driver="520") == Check(
+        "driver-cuda",
+        False,
+        "driver 520 (any 520.x, read as the newest): every CUDA 12 build needs >= 525.60.13",
+        DRIVER_CUDA,
+    )
+    assert check(cu126, driver="550") == Check(
+        "driver-cuda",
+        True,
+        "driver 550 (any 550.x, read as the newest) is below 560.28.03 (CUDA 12.6 at full level) but >= 525.60.13: "
+        "runs through minor-version compatibility (no PTX JIT from newer toolkits)",
+        DRIVER_CUDA,
+    )
+
+
+def test_driver_cuda_without_a_driver_falls_back_to_the_full_level_then_to_not_recorded() -> None:
+    no_mvc = small(edit(BASE, 'major = 12\nmvc_min_driver = "525.60.13"\n', "major = 12\n"))
+    cu124 = combo(no_mvc, "2.5.1", "cu124")
+    check = rules.rule_driver_cuda(Facts(no_mvc), query(no_mvc), cu124)
+    assert check == not_checked("driver-cuda", "no driver given", DRIVER_CUDA, Missing.INPUT, "driver >= 550.54.15")
+    cuda_13 = replace(cu124, variant=replace(cu124.variant, cuda=Version("13.0")))
+    assert rules.rule_driver_cuda(Facts(S), query(S), cuda_13) == not_checked(
+        "driver-cuda", "the driver floor of CUDA 13.0 is not recorded", DRIVER_CUDA, Missing.FACT
+    )
+
+
+DRIVER = "driver 550 (any 550.x, read as the newest)"
+
+
+def test_driver_gpu_word_for_word_on_each_path() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+
+    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
+        return rules.rule_driver_gpu(Facts(M), query(M, **flags), c)
+
+    assert check(combo(M, "2.14.1", "cpu"), gpu="RTX 4090") == Check(
+        "driver-gpu", True, "CPU build: no driver needed", DRIVER_GPU_SOURCES
+    )
+    assert check(cu126, driver="550") == not_checked(
+        "driver-gpu", "no GPU given", DRIVER_GPU_SOURCES, Missing.INPUT, "a driver that supports the GPU"
+    )
+    assert check(cu126, gpu=("RTX 4090", "H100")) == not_checked(
+        "driver-gpu",
+        "no driver given",
+        DRIVER_GPU_SOURCES,
+        Missing.INPUT,
+        "GeForce RTX 4090 needs driver >= 520.56.06; NVIDIA H100 needs driver >= 520.56.06",
+    )
+    assert check(cu126, driver="550", gpu=("RTX 4090", "H100")) == Check(
+        "driver-gpu",
+        True,
+        f"{DRIVER} supports GeForce RTX 4090 (Ada Lovelace: >= 520.56.06); "
+        f"{DRIVER} supports NVIDIA H100 (Hopper: >= 520.56.06)",
+        DRIVER_GPU_SOURCES,
+    )
+    # an --arch without a named GPU goes by the architecture's name
+    assert check(cu126, driver="550", arch="sm_90") == Check(
+        "driver-gpu", True, f"{DRIVER} supports sm_90 (Hopper: >= 520.56.06)", DRIVER_GPU_SOURCES
+    )
+
+
+def test_driver_gpu_fails_on_a_driver_too_old_or_past_a_legacy_branch() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+    old = query(M, driver="470", gpu=("H100", "RTX 4090"))
+    assert rules.rule_driver_gpu(Facts(M), old, cu126) == Check(
+        "driver-gpu",
+        False,
+        "NVIDIA H100 (Hopper) needs driver >= 520.56.06; driver 470 (any 470.x, read as the newest) lacks it",
+        DRIVER_GPU_SOURCES,
+    )
+    assert rules.rule_driver_gpu(Facts(M), query(M, driver="550", gpu=("RTX 4090", "Tesla K80")), cu126) == Check(
+        "driver-gpu",
+        False,
+        f"Tesla K80 (Kepler) is supported up to the 470 driver branch (legacy); {DRIVER} no longer supports it: "
+        "use a 470.x driver",
+        DRIVER_GPU_SOURCES,
+    )
+
+
+PLATFORM = ("pypi-torch", "gpu-hosts", "jetson-pytorch")
+
+
+def test_platform_word_for_word_on_each_path() -> None:
+    cu126 = combo(M, "2.14.1", "cu126")
+    arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
+
+    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
+        return rules.rule_platform(Facts(M), query(M, **flags), c)
+
+    assert check(cu126, gpu="RTX 4090") == Check(
+        "platform", True, "torch 2.14.1 cu126 has linux/amd64 wheels", PLATFORM
+    )
+    assert check(cu126, gpu=("H100", "GH200")) == Check(
+        "platform",
+        False,
+        "NVIDIA GH200 sits in a Grace (Arm, SBSA) system: it needs linux/arm64 images, not linux/amd64",
+        PLATFORM,
+    )
+    assert check(arm, gpu="GH200") == not_checked(
+        "platform",
+        "linux/arm64 cu126 wheels of this release are not recorded (recorded: linux/amd64)",
+        (*PLATFORM, "pytorch-release-md"),
+        Missing.FACT,
     )
