@@ -20,6 +20,7 @@ tests/unit/test_mutants.py, which applies listed changes to a copy of a module's
 from __future__ import annotations
 
 import argparse
+import configparser
 import importlib.metadata
 import importlib.util
 import json
@@ -214,7 +215,29 @@ def score(statuses: dict[str, int]) -> dict[str, object]:
     }
 
 
-def run(group: Group, work: Path, jobs: int, mutants: list[str]) -> dict[str, object]:
+ORDER_CHECK = "torchyard_order_check.x__mutmut_0"  # names no function: every trampoline runs the original
+
+
+def order_check(folder: Path, env: dict[str, str]) -> str | None:
+    """The selected tests on the code as it is, in the order fast_first gives them under a mutant. A test that
+    fails only in that order would be counted as catching every mutant it runs for. None: all passed."""
+    config = configparser.ConfigParser()
+    config.read(folder / "setup.cfg", encoding="utf-8")
+    args = [
+        line.strip()
+        for key in ("pytest_add_cli_args", "pytest_add_cli_args_test_selection")
+        for line in config["mutmut"][key].splitlines()
+        if line.strip()
+    ]
+    argv = [sys.executable, "-m", "pytest", "-x", *args]
+    env = {**env, "MUTANT_UNDER_TEST": ORDER_CHECK}
+    done = subprocess.run(argv, cwd=folder / "mutants", env=env, capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return None
+    return " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+
+
+def run(group: Group, work: Path, jobs: int, mutants: list[str], check_order: bool) -> dict[str, object]:
     folder = prepare(group, work)
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
@@ -228,6 +251,7 @@ def run(group: Group, work: Path, jobs: int, mutants: list[str]) -> dict[str, ob
     if ran.returncode != 0:
         tail = (ran.stdout + ran.stderr).strip().splitlines()[-5:]
         return {"group": group.name, "error": f"mutmut run exit {ran.returncode}: " + " | ".join(tail)}
+    ordered = order_check(folder, env) if check_order else "not checked (--no-order-check)"
     results = [*mutmut, "results", "--all", "true"]
     listing = subprocess.run(results, cwd=folder, capture_output=True, text=True, check=False).stdout
     by_module = tally(listing)
@@ -250,6 +274,7 @@ def run(group: Group, work: Path, jobs: int, mutants: list[str]) -> dict[str, ob
         "tests": len(test_files(group)),
         "survivors": survivors,
         "diffs": str(folder / "survivors.diff"),
+        "order_check": ordered or "passed",
     }
 
 
@@ -262,6 +287,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument(
         "--mutants", nargs="+", default=[], metavar="GLOB", help="only these mutants, by mutmut's names ('builder.x.*')"
+    )
+    parser.add_argument(
+        "--no-order-check",
+        action="store_true",
+        help="skip running the selected tests once more in fast_first's order on the code as it is",
     )
     args = parser.parse_args()
     chosen = [g for g in GROUPS if not args.groups or g.name in args.groups]
@@ -283,7 +313,7 @@ def main() -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     results = []
     for group in chosen:
-        result = run(group, args.work, args.jobs, args.mutants)
+        result = run(group, args.work, args.jobs, args.mutants, not args.no_order_check)
         results.append(result)
         if "error" in result:
             print(f"{group.name}: {result['error']}", flush=True)
@@ -299,6 +329,8 @@ def main() -> int:
             print(f"    {module}: {part['score']}% ({part['caught']} of {part['mutants']}; {part['survived']} alive)")
         for name in result["survivors"]:  # type: ignore[attr-defined]
             print(f"    survived: {name}")
+        if result["order_check"] != "passed":  # a kill may be the order's, not the mutant's
+            print(f"    the tests in fast_first's order on the code as it is: {result['order_check']}", flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     return 0

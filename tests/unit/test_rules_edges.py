@@ -202,6 +202,8 @@ def test_arch_cuda_fails_on_the_first_gpu_its_toolkit_dropped() -> None:
     cu126 = combo(M, "2.14.1", "cu126")
     assert rules.rule_arch_cuda(Facts(M), query(M, gpu="Tesla K80"), cu126) == dropped
     assert rules.rule_arch_cuda(Facts(M), query(M, gpu=("RTX 4090", "Tesla K80")), cu126) == dropped
+    both = rules.rule_arch_cuda(Facts(M), query(M, gpu=("RTX 4090", "H100")), cu126)
+    assert both == Check("arch-cuda", True, "CUDA 12.6 supports sm_89; CUDA 12.6 supports sm_90", ARCH_CUDA_SOURCES)
 
 
 PTX = ("cuda-mvc",)
