@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import platform
+import socket
 import subprocess
 import sys
 import types
@@ -27,6 +28,7 @@ from builder.smoke import (
     checks_determinism,
     checks_gpu,
     checks_gpu_perf,
+    checks_nccl,
     checks_onnx,
     checks_profiler,
     procs,
@@ -389,3 +391,21 @@ def test_sizes_are_the_small_ones_on_a_small_device(tmp_path: Path) -> None:
     assert checks_gpu_perf._sizes(ctx, "full", "small") == "full"
     ctx.small = True
     assert checks_gpu_perf._sizes(ctx, "full", "small") == "small"
+
+
+# --- checks_compile._triton, checks_nccl._free_port ---------------------------------------------------------
+
+
+def test_the_compile_message_names_triton_or_says_it_is_not_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "triton", None)  # `import triton` raises ImportError
+    assert checks_compile._triton() == "Triton not importable"
+    monkeypatch.setitem(sys.modules, "triton", types.SimpleNamespace(__version__="3.4.0"))
+    assert checks_compile._triton() == "Triton 3.4.0"
+
+
+def test_the_rendezvous_port_is_one_the_system_handed_out() -> None:
+    # port 0 asks the kernel for a free ephemeral port; a fixed low one may be taken or, for a user, refused
+    port = checks_nccl._free_port()
+    assert 1024 <= port <= 65535
+    with socket.socket() as again:
+        again.bind(("127.0.0.1", port))  # free: the ranks' rendezvous can listen on it
