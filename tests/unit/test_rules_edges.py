@@ -4,7 +4,9 @@ and why forward compatibility did not help (written for the survivors of mutmut 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from matrix_kit import BASE, combo, edit, query, real, small
 from packaging.version import Version
@@ -22,6 +24,13 @@ from builder.resolve.rules.check import Missing, not_checked
 M = real()
 S = small()
 DRIVER_GPU_SOURCES = ("nvidia-gpu-tables", "nvidia-arch-matrix")
+
+
+def on_real(
+    rule: Callable[[Facts, Query, Combination], Check], c: Combination, **flags: str | bool | tuple[str, ...]
+) -> Check:
+    """A rule's answer on the real matrix, the query given as the CLI's flags."""
+    return rule(Facts(M), query(M, **flags), c)
 
 
 def test_driver_gpu_names_each_gpus_range_with_its_last_branch_where_it_has_one() -> None:
@@ -263,8 +272,7 @@ def test_cudnn_cuda_word_for_word_on_each_path() -> None:
     def as_(variant: TorchVariant) -> Combination:
         return replace(cu126, variant=variant)
 
-    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
-        return rules.rule_cudnn_cuda(Facts(M), query(M, **flags), c)
+    check = partial(on_real, rules.rule_cudnn_cuda)
 
     assert check(combo(M, "2.14.1", "cpu")) == Check("cudnn-cuda", True, "CPU build: no cuDNN", CUDNN_CUDA)
     assert check(as_(replace(cu126.variant, cudnn=None)), driver="550") == not_checked(
@@ -304,8 +312,7 @@ def test_arch_torch_word_for_word_on_each_path() -> None:
     cu126 = combo(M, "2.14.1", "cu126")
     arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
 
-    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
-        return rules.rule_arch_torch(Facts(M), query(M, **flags), c)
+    check = partial(on_real, rules.rule_arch_torch)
 
     assert check(combo(M, "2.14.1", "cpu"), gpu="RTX 4090") == Check(
         "arch-torch", True, "CPU build: runs without a GPU", ARCH_TORCH
@@ -337,8 +344,7 @@ DRIVER_CUDA = ("cuda-relnotes", "cuda-mvc", "cuda-forward-compat", "nvidia-cuda-
 def test_driver_cuda_word_for_word_on_each_path() -> None:
     cu126 = combo(M, "2.14.1", "cu126")
 
-    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
-        return rules.rule_driver_cuda(Facts(M), query(M, **flags), c)
+    check = partial(on_real, rules.rule_driver_cuda)
 
     assert check(combo(M, "2.14.1", "cpu")) == Check("driver-cuda", True, "CPU build: no driver needed", DRIVER_CUDA)
     # without a driver, the floor is minor-version compatibility's for the major
@@ -380,8 +386,7 @@ DRIVER = "driver 550 (any 550.x, read as the newest)"
 def test_driver_gpu_word_for_word_on_each_path() -> None:
     cu126 = combo(M, "2.14.1", "cu126")
 
-    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
-        return rules.rule_driver_gpu(Facts(M), query(M, **flags), c)
+    check = partial(on_real, rules.rule_driver_gpu)
 
     assert check(combo(M, "2.14.1", "cpu"), gpu="RTX 4090") == Check(
         "driver-gpu", True, "CPU build: no driver needed", DRIVER_GPU_SOURCES
@@ -434,8 +439,7 @@ def test_platform_word_for_word_on_each_path() -> None:
     cu126 = combo(M, "2.14.1", "cu126")
     arm = combo(M, "2.14.1", "cu126", platform="linux/arm64")
 
-    def check(c: Combination, **flags: str | bool | tuple[str, ...]) -> Check:
-        return rules.rule_platform(Facts(M), query(M, **flags), c)
+    check = partial(on_real, rules.rule_platform)
 
     assert check(cu126, gpu="RTX 4090") == Check(
         "platform", True, "torch 2.14.1 cu126 has linux/amd64 wheels", PLATFORM
