@@ -30,6 +30,10 @@ def _shares_fixtures(item: Any) -> bool:
     return any(str(getattr(d, "scope", "function")) in SHARED for chain in defs.values() for d in chain)
 
 
+def _file(item: Any) -> str:
+    return str(item.nodeid.split("::", 1)[0])
+
+
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
     if "__mutmut_" not in os.environ.get("MUTANT_UNDER_TEST", "") or not STATS.is_file():
         return  # the stats and clean runs keep pytest's order (and write the stats this reads)
@@ -37,13 +41,13 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -
     per_file: dict[str, float] = {}
     blocks: set[str] = set()
     for item in items:
-        name = item.nodeid.split("::", 1)[0]
+        name = _file(item)
         per_file[name] = per_file.get(name, 0.0) + durations.get(item.nodeid, 0.0)
         if _shares_fixtures(item):
             blocks.add(name)
 
     def key(item: Any) -> tuple[float, str]:
-        name = item.nodeid.split("::", 1)[0]
+        name = _file(item)
         if name in blocks:
             return per_file[name], name  # one block, in the file's order (the sort is stable)
         return durations.get(item.nodeid, 0.0), item.nodeid
