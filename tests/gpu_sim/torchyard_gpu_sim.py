@@ -16,7 +16,9 @@ It proves control flow (API use, shapes, dtypes, pickling into spawned processes
 numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
 can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
-events into the profiler's traces (without it they have none, as without libcupti).
+events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
+process group's backend and each all_reduce (bytes, simulated GPU) as JSON lines. As on real torch,
+`torch.cuda.set_device` needs an index, and an NCCL group refuses a tensor that is not on a (simulated) GPU.
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -139,6 +141,9 @@ def _patch_cuda(torch: Any, cfg: dict[str, Any]) -> None:
         )
 
     def set_device(device: Any) -> None:
+        if device is None or (not isinstance(device, int) and getattr(torch.device(device), "index", None) is None):
+            # as real torch's _get_device_index(optional=False): no current-device default here
+            raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{device}")
         gpu(device)
         STATE["device"] = device_index(device)
 
@@ -222,9 +227,15 @@ def _patch_distributed(torch: Any, cfg: dict[str, Any]) -> None:
     real_init, real_all_reduce = dist.init_process_group, dist.all_reduce
 
     def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
+        STATE["backend"] = backend
+        _note(cfg, {"init": backend, "device": STATE["device"]})
         return real_init("gloo" if backend in (None, "nccl") else backend, *args, **kwargs)
 
     def all_reduce(tensor: Any, *args: Any, **kwargs: Any) -> Any:
+        gpu = getattr(tensor, "_sim_gpu", None)
+        if STATE.get("backend") == "nccl" and gpu is None:  # an NCCL-only group has no backend for host memory
+            raise RuntimeError("No backend type associated with device type cpu (simulation: NCCL group)")
+        _note(cfg, {"all_reduce": tensor.numel() * tensor.element_size(), "gpu": gpu, "device": STATE["device"]})
         work = real_all_reduce(tensor, *args, **kwargs)
         if "all_reduce" in cfg["faults"]:
             tensor.add_(1)
@@ -233,6 +244,14 @@ def _patch_distributed(torch: Any, cfg: dict[str, Any]) -> None:
     dist.init_process_group = init_process_group
     dist.all_reduce = all_reduce
     dist.is_nccl_available = lambda: True
+
+
+def _note(cfg: dict[str, Any], entry: dict[str, Any]) -> None:
+    """With `"record": PATH`, one JSON line per collective call (and process group) of every process, for tests
+    that check what a check asked the GPUs to do: the backend, the bytes reduced, on which simulated GPU."""
+    if cfg.get("record"):
+        with open(cfg["record"], "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(entry, pid=os.getpid())) + "\n")
 
 
 def _patch_sdpa(torch: Any, cfg: dict[str, Any]) -> None:

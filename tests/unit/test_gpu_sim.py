@@ -8,6 +8,7 @@ real torch cannot be made to do here (old versions, missing modules, hangs and c
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,30 @@ def test_without_cupti_the_gpu_profiler_fails_naming_libcupti(tmp_path: Path) ->
 def test_a_non_deterministic_op_fails_gpu_determinism(tmp_path: Path) -> None:
     found = check("gpu.determinism", sim([H100], faults=("nondeterministic",)), tmp_path)
     assert found["status"] == "failed" and "gave different losses in two processes" in found["message"]
+
+
+def _recorded(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_nccl_reduces_the_bytes_it_reports_on_each_rank_s_own_gpu(tmp_path: Path) -> None:
+    # The simulation logs each process group and all_reduce (tests/gpu_sim: "record"); an NCCL group there refuses
+    # host tensors and set_device wants an index, as real torch does. What the check timed must be what it reports.
+    log = tmp_path / "collectives.jsonl"
+    found = check("gpu.nccl", sim([H100, A100], record=str(log)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    reported = found["observed"]["nccl_all_reduce"]
+    assert (reported["world"], reported["bytes"]) == (2, 1 << 20)
+    calls = _recorded(log)
+    assert sorted(c["init"] for c in calls if "init" in c) == ["nccl", "nccl"]  # asked for NCCL, not a default
+    reduces = [c for c in calls if "all_reduce" in c]
+    assert {(c["gpu"], c["device"]) for c in reduces} == {(0, 0), (1, 1)}  # rank r's tensors on GPU r, current
+    sizes = sorted(c["all_reduce"] for c in reduces if c["device"] == 0)
+    assert sizes == [4096] + [1 << 20] * 3  # the check's 1024 floats, the warm-up, the 2 timed reduces
+
+
+def test_nccl_on_one_gpu_reports_no_bus(tmp_path: Path) -> None:
+    found = check("gpu.nccl", sim([H100]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert "all_reduce on 1 GPU: correct" in found["message"] and "(no bus: one GPU)" in found["message"]
+    assert found["observed"]["nccl_all_reduce"]["world"] == 1
