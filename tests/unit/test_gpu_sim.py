@@ -173,3 +173,27 @@ def test_nccl_on_one_gpu_reports_no_bus(tmp_path: Path) -> None:
     assert found["status"] == "passed", found["message"]
     assert "all_reduce on 1 GPU: correct" in found["message"] and "(no bus: one GPU)" in found["message"]
     assert found["observed"]["nccl_all_reduce"]["world"] == 1
+
+
+@pytest.mark.parametrize(
+    ("gpu", "kinds"), [(T4, ["fp32", "fp16"]), (A100, ["fp32", "fp16", "tf32", "bf16"])], ids=["sm_75", "sm_80"]
+)
+def test_gemm_times_the_precisions_the_gpu_has(tmp_path: Path, gpu: dict[str, Any], kinds: list[str]) -> None:
+    found = check("gpu.gemm", sim([gpu]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    gemm = found["observed"]["gemm"]
+    assert list(gemm["tflops"]) == kinds and all(rate > 0 for rate in gemm["tflops"].values())
+    assert gemm["relative_errors"]["fp32"] < 1e-5 and gemm["relative_errors"]["fp64"] < 1e-12
+    assert found["message"].startswith("errors fp32 ") and "; TFLOP/s fp32 " in found["message"]
+
+
+def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies(tmp_path: Path) -> None:
+    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)]), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    memory = found["observed"]["memory"]
+    free = int((400 << 20) * 0.9)  # the simulation's mem_get_info: 90 % of the GPU's memory free
+    assert (memory["total"], memory["free"], memory["allocated"]) == (400 << 20, free, int(free * 0.9))
+    assert memory["h2d_gbps"] > 0 and memory["d2h_gbps"] > 0
+    assert found["message"].startswith(
+        "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); pinned copies: host->device "
+    )
