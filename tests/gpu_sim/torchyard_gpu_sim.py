@@ -17,8 +17,10 @@ numerics or speed: every figure it produces is the CPU's. `faults` injects wrong
 can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
-process group's backend and each all_reduce (bytes, simulated GPU) as JSON lines. As on real torch,
-`torch.cuda.set_device` needs an index, and an NCCL group refuses a tensor that is not on a (simulated) GPU.
+process group's backend and each all_reduce (bytes, simulated GPU) as JSON lines; `"event_seconds": S` makes
+every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test.
+As on real torch, `torch.cuda.set_device` needs an index, and an NCCL group refuses a tensor that is not on a
+(simulated) GPU.
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -86,6 +88,8 @@ class _Mode:
 
 
 class _Event:
+    fixed: float | None = None  # "event_seconds": every timed region lasts this long, so figures can be checked
+
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
         self.at: float | None = None
 
@@ -104,7 +108,7 @@ class _Event:
     def elapsed_time(self, end: _Event) -> float:
         if self.at is None or end.at is None:
             raise RuntimeError("elapsed_time of an event that was not recorded")
-        return (end.at - self.at) * 1000.0
+        return (end.at - self.at if self.fixed is None else self.fixed) * 1000.0
 
 
 class _DeviceContext:
@@ -124,6 +128,7 @@ class _DeviceContext:
 def _patch_cuda(torch: Any, cfg: dict[str, Any]) -> None:
     gpus: list[dict[str, Any]] = [dict(DEFAULT_GPU, **g) for g in cfg["gpus"]]
     cuda = torch.cuda
+    _Event.fixed = cfg.get("event_seconds")
 
     def gpu(device: Any = None) -> dict[str, Any]:
         index = device_index(device)

@@ -156,10 +156,13 @@ def test_nccl_reduces_the_bytes_it_reports_on_each_rank_s_own_gpu(tmp_path: Path
     # The simulation logs each process group and all_reduce (tests/gpu_sim: "record"); an NCCL group there refuses
     # host tensors and set_device wants an index, as real torch does. What the check timed must be what it reports.
     log = tmp_path / "collectives.jsonl"
-    found = check("gpu.nccl", sim([H100, A100], record=str(log)), tmp_path)
+    found = check("gpu.nccl", sim([H100, A100], record=str(log), event_seconds=0.001), tmp_path)
     assert found["status"] == "passed", found["message"]
     reported = found["observed"]["nccl_all_reduce"]
     assert (reported["world"], reported["bytes"]) == (2, 1 << 20)
+    algbw = (1 << 20) * 2 / 0.001 / 1e9  # 2 timed reduces of 1 MiB in the simulation's fixed 1 ms
+    assert reported["algbw_gbps"] == pytest.approx(algbw) and reported["busbw_gbps"] == pytest.approx(algbw * 2 / 2)
+    assert found["message"].endswith(f"across 2 GPUs: correct; 1 MiB: bus bandwidth {algbw:.1f} GB/s")
     calls = _recorded(log)
     assert sorted(c["init"] for c in calls if "init" in c) == ["nccl", "nccl"]  # asked for NCCL, not a default
     reduces = [c for c in calls if "all_reduce" in c]
@@ -179,21 +182,24 @@ def test_nccl_on_one_gpu_reports_no_bus(tmp_path: Path) -> None:
     ("gpu", "kinds"), [(T4, ["fp32", "fp16"]), (A100, ["fp32", "fp16", "tf32", "bf16"])], ids=["sm_75", "sm_80"]
 )
 def test_gemm_times_the_precisions_the_gpu_has(tmp_path: Path, gpu: dict[str, Any], kinds: list[str]) -> None:
-    found = check("gpu.gemm", sim([gpu]), tmp_path)
+    found = check("gpu.gemm", sim([gpu], event_seconds=0.001), tmp_path)
     assert found["status"] == "passed", found["message"]
     gemm = found["observed"]["gemm"]
-    assert list(gemm["tflops"]) == kinds and all(rate > 0 for rate in gemm["tflops"].values())
+    rate = 2 * 128**3 * 2 / 0.001 / 1e12  # 2 timed 128x128 GEMMs (--small) in the simulation's fixed 1 ms
+    assert gemm["tflops"] == {kind: pytest.approx(rate) for kind in kinds} and list(gemm["tflops"]) == kinds
     assert gemm["relative_errors"]["fp32"] < 1e-5 and gemm["relative_errors"]["fp64"] < 1e-12
     assert found["message"].startswith("errors fp32 ") and "; TFLOP/s fp32 " in found["message"]
 
 
 def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies(tmp_path: Path) -> None:
-    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)]), tmp_path)
+    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)], event_seconds=0.001), tmp_path)
     assert found["status"] == "passed", found["message"]
     memory = found["observed"]["memory"]
     free = int((400 << 20) * 0.9)  # the simulation's mem_get_info: 90 % of the GPU's memory free
     assert (memory["total"], memory["free"], memory["allocated"]) == (400 << 20, free, int(free * 0.9))
-    assert memory["h2d_gbps"] > 0 and memory["d2h_gbps"] > 0
-    assert found["message"].startswith(
-        "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); pinned copies: host->device "
+    rate = (4 << 20) * 2 / 0.001 / 1e9  # 2 timed copies of 4 MiB (--small) each way in the fixed 1 ms
+    assert (memory["h2d_gbps"], memory["d2h_gbps"]) == (pytest.approx(rate), pytest.approx(rate))
+    assert found["message"] == (
+        "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); "
+        f"pinned copies: host->device {rate:.1f} GB/s, device->host {rate:.1f} GB/s"
     )
