@@ -203,3 +203,13 @@ def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies
         "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); "
         f"pinned copies: host->device {rate:.1f} GB/s, device->host {rate:.1f} GB/s"
     )
+
+
+def test_memory_times_256_mib_copies_five_times_each_way_at_full_size(tmp_path: Path) -> None:
+    found = check("gpu.memory", sim([H100], event_seconds=0.001), tmp_path, full=True)
+    assert found["status"] == "passed", found["message"]
+    rate = (256 << 20) * 5 / 0.001 / 1e9  # the real GPU's sizes: 5 timed copies of 256 MiB each way
+    assert (found["observed"]["memory"]["h2d_gbps"], found["observed"]["memory"]["d2h_gbps"]) == (
+        pytest.approx(rate),
+        pytest.approx(rate),
+    )
