@@ -18,7 +18,8 @@ can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gp
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend and each all_reduce (bytes, simulated GPU) as JSON lines; `"event_seconds": S` makes
-every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test.
+every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
+`"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.
 As on real torch, `torch.cuda.set_device` needs an index, and an NCCL group refuses a tensor that is not on a
 (simulated) GPU.
 
@@ -259,6 +260,9 @@ def _note(cfg: dict[str, Any], entry: dict[str, Any]) -> None:
             handle.write(json.dumps(dict(entry, pid=os.getpid())) + "\n")
 
 
+SDPA_NAMES = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION"}
+
+
 def _patch_sdpa(torch: Any, cfg: dict[str, Any]) -> None:
     attention: Any = getattr(torch.nn, "attention", None)
     real: Any = getattr(attention, "sdpa_kernel", None)
@@ -277,7 +281,13 @@ def _patch_sdpa(torch: Any, cfg: dict[str, Any]) -> None:
             finally:
                 chosen.pop()
 
+    missing = (
+        {getattr(attention.SDPBackend, SDPA_NAMES[n]) for n in cfg.get("sdpa_missing", [])} if attention else set()
+    )
+
     def sdpa(*args: Any, **kwargs: Any) -> Any:
+        if chosen and missing and set(chosen[-1]) <= missing:  # as torch when no allowed kernel fits this GPU
+            raise RuntimeError("No available kernel. Aborting execution. (simulation: sdpa_missing)")
         out = real_sdpa(*args, **kwargs)
         fused = chosen and attention is not None and attention.SDPBackend.MATH not in chosen[-1]
         return out + 0.1 if fused and "sdpa" in cfg["faults"] else out

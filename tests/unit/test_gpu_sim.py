@@ -213,3 +213,28 @@ def test_memory_times_256_mib_copies_five_times_each_way_at_full_size(tmp_path: 
         pytest.approx(rate),
         pytest.approx(rate),
     )
+
+
+SM_120 = {"name": "Simulated NVIDIA RTX PRO 6000 Blackwell", "capability": [12, 0]}
+
+
+@pytest.mark.parametrize(
+    ("gpu", "missing", "status", "words"),
+    [
+        (H100, [], "passed", "max error vs math: efficient "),
+        (H100, ["cudnn"], "passed", "; cudnn not available"),  # tried and reported, never required
+        (A100, ["flash"], "failed", "SDPA flash backend failed on this GPU: No available kernel."),  # sm_8x: required
+        (H100, ["flash"], "failed", "SDPA flash backend failed on this GPU: No available kernel."),  # sm_90 too
+        (SM_120, ["flash", "cudnn"], "passed", "; flash not available; cudnn not available"),  # not on sm_120
+        (SM_120, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # from sm_50 on
+    ],
+)
+def test_sdpa_requires_the_fused_backends_the_architecture_has(
+    tmp_path: Path, gpu: dict[str, Any], missing: list[str], status: str, words: str
+) -> None:
+    found = check("gpu.sdpa", sim([gpu], sdpa_missing=missing), tmp_path)
+    assert found["status"] == status and words in found["message"], found["message"]
+    if status == "passed":
+        ran = [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]]
+        assert ran == [b for b in ("efficient", "flash", "cudnn") if b not in missing]
+        assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
