@@ -17,11 +17,12 @@ numerics or speed: every figure it produces is the CPU's. `faults` injects wrong
 can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
-process group's backend and each all_reduce (bytes, simulated GPU) as JSON lines; `"event_seconds": S` makes
+process group's backend, each all_reduce (bytes, simulated GPU), each matmul and copy_ (dtypes, shapes, bytes,
+GPUs, TF32, non_blocking) as JSON lines; `"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.
-As on real torch, `torch.cuda.set_device` needs an index, and an NCCL group refuses a tensor that is not on a
-(simulated) GPU.
+As on real torch, `torch.cuda.set_device` needs an index, an NCCL group refuses a tensor that is not on a
+(simulated) GPU, and a matmul refuses tensors on two devices.
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -38,7 +39,7 @@ from typing import Any, Iterator
 import torchyard_faults
 import torchyard_ort_sim
 from torchyard_after_import import after_import
-from torchyard_gpu_sim_mode import STATE, device_index, mode_class
+from torchyard_gpu_sim_mode import STATE, device_index, mode_class, note
 
 ENV = "TORCHYARD_GPU_SIM"
 DEFAULT_GPU = {"name": "Simulated NVIDIA H100", "capability": [9, 0], "memory": 512 << 20}
@@ -234,14 +235,14 @@ def _patch_distributed(torch: Any, cfg: dict[str, Any]) -> None:
 
     def init_process_group(backend: Any = None, *args: Any, **kwargs: Any) -> Any:
         STATE["backend"] = backend
-        _note(cfg, {"init": backend, "device": STATE["device"]})
+        note(cfg, {"init": backend, "device": STATE["device"]})
         return real_init("gloo" if backend in (None, "nccl") else backend, *args, **kwargs)
 
     def all_reduce(tensor: Any, *args: Any, **kwargs: Any) -> Any:
         gpu = getattr(tensor, "_sim_gpu", None)
         if STATE.get("backend") == "nccl" and gpu is None:  # an NCCL-only group has no backend for host memory
             raise RuntimeError("No backend type associated with device type cpu (simulation: NCCL group)")
-        _note(cfg, {"all_reduce": tensor.numel() * tensor.element_size(), "gpu": gpu, "device": STATE["device"]})
+        note(cfg, {"all_reduce": tensor.numel() * tensor.element_size(), "gpu": gpu, "device": STATE["device"]})
         work = real_all_reduce(tensor, *args, **kwargs)
         if "all_reduce" in cfg["faults"]:
             tensor.add_(1)
@@ -250,14 +251,6 @@ def _patch_distributed(torch: Any, cfg: dict[str, Any]) -> None:
     dist.init_process_group = init_process_group
     dist.all_reduce = all_reduce
     dist.is_nccl_available = lambda: True
-
-
-def _note(cfg: dict[str, Any], entry: dict[str, Any]) -> None:
-    """With `"record": PATH`, one JSON line per collective call (and process group) of every process, for tests
-    that check what a check asked the GPUs to do: the backend, the bytes reduced, on which simulated GPU."""
-    if cfg.get("record"):
-        with open(cfg["record"], "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(dict(entry, pid=os.getpid())) + "\n")
 
 
 SDPA_NAMES = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION", "cudnn": "CUDNN_ATTENTION"}

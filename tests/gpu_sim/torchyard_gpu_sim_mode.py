@@ -5,6 +5,8 @@ the simulated GPU would, and injects the configured wrong answers. Test-only; Py
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 STATE: dict[str, Any] = {"device": 0}  # the current simulated device (torch.cuda.set_device / torch.cuda.device)
@@ -21,12 +23,20 @@ def device_index(device: Any) -> int:
     return int(STATE["device"]) if index is None else int(index)
 
 
+def note(cfg: dict[str, Any], entry: dict[str, Any]) -> None:
+    """With `"record": PATH`, one JSON line per recorded call, of every process (see torchyard_gpu_sim)."""
+    if cfg.get("record"):
+        with open(cfg["record"], "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(dict(entry, pid=os.getpid())) + "\n")
+
+
 def mode_class(torch: Any) -> Any:
     from torch.overrides import TorchFunctionMode
 
     matmuls = {torch.matmul, torch.mm, torch.bmm, torch.addmm, torch.Tensor.matmul, torch.Tensor.__matmul__}
     matmuls |= {torch.nn.functional.linear}
     convs = {torch.nn.functional.conv2d, torch.conv2d}
+    products = {torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.__matmul__}
 
     class SimMode(TorchFunctionMode):  # type: ignore[misc]
         def __init__(self, cfg: dict[str, Any]) -> None:
@@ -44,6 +54,8 @@ def mode_class(torch: Any) -> Any:
                 return self._mark(args[0].view_as(args[0]), device_index(device))
             target, args, kwargs = self._rewrite(args, kwargs)
             source = _marked(args) if target is None else target
+            if func in matmuls or func is torch.Tensor.copy_:
+                self._check_devices(func, args, kwargs)
             if func in matmuls and source is not None and self._tf32():
                 args = tuple(_tf32(torch, a) for a in args)
             out = func(*args, **kwargs)
@@ -58,6 +70,31 @@ def mode_class(torch: Any) -> Any:
             if func in convs and "conv_grad" in self.cfg["faults"]:
                 out = _BadGrad(torch).apply(out)
             return out if any(out is a for a in args) else self._mark(out, source)
+
+        def _check_devices(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            """A product of two plain tensors refuses two devices, as real torch does (a module's parameters are not
+            marked when `.to("cuda")` moves them in place, so layers are not checked; a copy_ may cross). With
+            "record", each matmul and copy_ is logged: dtypes, shapes, bytes, each tensor's GPU, TF32, blocking."""
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
+            gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
+            plain = func in products and not any(isinstance(t, torch.nn.Parameter) for t in tensors)
+            if plain and len(set(gpus)) > 1 and all(t.dim() > 0 for t in tensors):
+                raise RuntimeError(f"Expected all tensors to be on the same device (simulation: GPUs {gpus})")
+            if not self.cfg.get("record"):
+                return
+            copy = func is torch.Tensor.copy_
+            note(
+                self.cfg,
+                {
+                    "op": "copy_" if copy else "matmul",
+                    "dtypes": [str(t.dtype) for t in tensors],
+                    "shapes": [list(t.shape) for t in tensors],
+                    "bytes": [t.numel() * t.element_size() for t in tensors],
+                    "gpus": gpus,
+                    "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+                    "non_blocking": copy and bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False)),
+                },
+            )
 
         def _tf32(self) -> bool:
             major = self.cfg["gpus"][0].get("capability", [9, 0])[0] if self.cfg["gpus"] else 0

@@ -161,7 +161,7 @@ def test_nccl_reduces_the_bytes_it_reports_on_each_rank_s_own_gpu(tmp_path: Path
     reported = found["observed"]["nccl_all_reduce"]
     assert (reported["world"], reported["bytes"]) == (2, 1 << 20)
     algbw = (1 << 20) * 2 / 0.001 / 1e9  # 2 timed reduces of 1 MiB in the simulation's fixed 1 ms
-    assert reported["algbw_gbps"] == pytest.approx(algbw) and reported["busbw_gbps"] == pytest.approx(algbw * 2 / 2)
+    assert (reported["algbw_gbps"], reported["busbw_gbps"]) == (algbw, algbw * 2 * (2 - 1) / 2)  # same arithmetic
     assert found["message"].endswith(f"across 2 GPUs: correct; 1 MiB: bus bandwidth {algbw:.1f} GB/s")
     calls = _recorded(log)
     assert sorted(c["init"] for c in calls if "init" in c) == ["nccl", "nccl"]  # asked for NCCL, not a default
@@ -182,23 +182,38 @@ def test_nccl_on_one_gpu_reports_no_bus(tmp_path: Path) -> None:
     ("gpu", "kinds"), [(T4, ["fp32", "fp16"]), (A100, ["fp32", "fp16", "tf32", "bf16"])], ids=["sm_75", "sm_80"]
 )
 def test_gemm_times_the_precisions_the_gpu_has(tmp_path: Path, gpu: dict[str, Any], kinds: list[str]) -> None:
-    found = check("gpu.gemm", sim([gpu], event_seconds=0.001), tmp_path)
+    log = tmp_path / "calls.jsonl"
+    found = check("gpu.gemm", sim([gpu], event_seconds=0.001, record=str(log)), tmp_path)
     assert found["status"] == "passed", found["message"]
     gemm = found["observed"]["gemm"]
     rate = 2 * 128**3 * 2 / 0.001 / 1e12  # 2 timed 128x128 GEMMs (--small) in the simulation's fixed 1 ms
-    assert gemm["tflops"] == {kind: pytest.approx(rate) for kind in kinds} and list(gemm["tflops"]) == kinds
+    assert gemm["tflops"] == dict.fromkeys(kinds, rate) and list(gemm["tflops"]) == kinds  # exact: same arithmetic
+    # on the GPU, square: the two error products (fp32 without TF32, fp64), then each precision's warm-up and 2 timed
+    # products, with TF32 only where it is the precision timed (the flag acts on fp32 only)
+    dtypes = {"fp32": "float32", "fp16": "float16", "tf32": "float32", "bf16": "bfloat16"}
+    timed = [(f"torch.{dtypes[kind]}", kind == "tf32" if dtypes[kind] == "float32" else None) for kind in kinds]
+    expected = [("torch.float32", False), ("torch.float64", None)] + [t for t in timed for _ in range(3)]
+    products = [c for c in _recorded(log) if c.get("op") == "matmul" and c["gpus"] != [None, None]]
+    assert [(c["dtypes"][0], c["tf32"] if c["dtypes"][0] == "torch.float32" else None) for c in products] == expected
+    assert all(c["gpus"] == [0, 0] and c["shapes"] == [[128, 128], [128, 128]] for c in products)
     assert gemm["relative_errors"]["fp32"] < 1e-5 and gemm["relative_errors"]["fp64"] < 1e-12
     assert found["message"].startswith("errors fp32 ") and "; TFLOP/s fp32 " in found["message"]
 
 
 def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies(tmp_path: Path) -> None:
-    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)], event_seconds=0.001), tmp_path)
+    log = tmp_path / "calls.jsonl"
+    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)], event_seconds=0.001, record=str(log)), tmp_path)
     assert found["status"] == "passed", found["message"]
     memory = found["observed"]["memory"]
     free = int((400 << 20) * 0.9)  # the simulation's mem_get_info: 90 % of the GPU's memory free
     assert (memory["total"], memory["free"], memory["allocated"]) == (400 << 20, free, int(free * 0.9))
     rate = (4 << 20) * 2 / 0.001 / 1e9  # 2 timed copies of 4 MiB (--small) each way in the fixed 1 ms
-    assert (memory["h2d_gbps"], memory["d2h_gbps"]) == (pytest.approx(rate), pytest.approx(rate))
+    assert (memory["h2d_gbps"], memory["d2h_gbps"]) == (rate, rate)  # exact: the same arithmetic
+    # bytes, not elements: uint8 on both sides, asynchronous, between the host and GPU 0 (warm-up, 2 up, 2 down)
+    copies = [(c["gpus"], c["dtypes"], c["bytes"], c["non_blocking"]) for c in _recorded(log) if c["op"] == "copy_"]
+    up = ([0, None], ["torch.uint8"] * 2, [4 << 20] * 2, True)
+    down = ([None, 0], ["torch.uint8"] * 2, [4 << 20] * 2, True)
+    assert copies == [up, up, up, down, down]
     assert found["message"] == (
         "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); "
         f"pinned copies: host->device {rate:.1f} GB/s, device->host {rate:.1f} GB/s"
@@ -209,13 +224,12 @@ def test_memory_times_256_mib_copies_five_times_each_way_at_full_size(tmp_path: 
     found = check("gpu.memory", sim([H100], event_seconds=0.001), tmp_path, full=True)
     assert found["status"] == "passed", found["message"]
     rate = (256 << 20) * 5 / 0.001 / 1e9  # the real GPU's sizes: 5 timed copies of 256 MiB each way
-    assert (found["observed"]["memory"]["h2d_gbps"], found["observed"]["memory"]["d2h_gbps"]) == (
-        pytest.approx(rate),
-        pytest.approx(rate),
-    )
+    assert (found["observed"]["memory"]["h2d_gbps"], found["observed"]["memory"]["d2h_gbps"]) == (rate, rate)
 
 
 SM_120 = {"name": "Simulated NVIDIA RTX PRO 6000 Blackwell", "capability": [12, 0]}
+M40 = {"name": "Simulated Tesla M40", "capability": [5, 2]}
+K80 = {"name": "Simulated Tesla K80", "capability": [3, 7]}
 
 
 @pytest.mark.parametrize(
@@ -227,6 +241,8 @@ SM_120 = {"name": "Simulated NVIDIA RTX PRO 6000 Blackwell", "capability": [12, 
         (H100, ["flash"], "failed", "SDPA flash backend failed on this GPU: No available kernel."),  # sm_90 too
         (SM_120, ["flash", "cudnn"], "passed", "; flash not available; cudnn not available"),  # not on sm_120
         (SM_120, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # from sm_50 on
+        (M40, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # sm_52 included
+        (K80, ["efficient"], "passed", "; efficient not available"),  # not before sm_50
     ],
 )
 def test_sdpa_requires_the_fused_backends_the_architecture_has(
