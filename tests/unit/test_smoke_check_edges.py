@@ -409,3 +409,43 @@ def test_the_rendezvous_port_is_one_the_system_handed_out() -> None:
     assert 1024 <= port <= 65535
     with socket.socket() as again:
         again.bind(("127.0.0.1", port))  # free: the ranks' rendezvous can listen on it
+
+
+# --- checks_gpu_perf._only: one attention backend at a time, on torch >= 2.3 and on 2.0-2.2 ---------------------
+
+
+def _attention_torch(*, new: bool) -> Any:
+    """A torch module with only what `_only` reads: torch.nn.attention (>= 2.3) or torch.backends.cuda.sdp_kernel."""
+    names = ("MATH", "FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
+    attention = types.SimpleNamespace(
+        sdpa_kernel=lambda backends: ("sdpa_kernel", backends),
+        SDPBackend=types.SimpleNamespace(**{n: n for n in names}),
+    )
+    return types.SimpleNamespace(
+        nn=types.SimpleNamespace(attention=attention) if new else types.SimpleNamespace(),
+        backends=types.SimpleNamespace(cuda=types.SimpleNamespace(sdp_kernel=lambda **flags: ("sdp_kernel", flags))),
+    )
+
+
+@pytest.mark.parametrize(
+    ("backend", "kernel"),
+    [
+        ("math", "MATH"),
+        ("flash", "FLASH_ATTENTION"),
+        ("efficient", "EFFICIENT_ATTENTION"),
+        ("cudnn", "CUDNN_ATTENTION"),
+    ],
+)
+def test_only_one_attention_backend_on_torch_2_3_and_newer(backend: str, kernel: str) -> None:
+    assert checks_gpu_perf._only(_attention_torch(new=True), backend) == ("sdpa_kernel", [kernel])
+
+
+@pytest.mark.parametrize("backend", ["math", "flash", "efficient"])
+def test_only_one_attention_backend_on_torch_2_0_to_2_2(backend: str) -> None:
+    flags = {"enable_flash": backend == "flash", "enable_math": backend == "math"}
+    flags["enable_mem_efficient"] = backend == "efficient"
+    assert checks_gpu_perf._only(_attention_torch(new=False), backend) == ("sdp_kernel", flags)
+    # torch.nn.attention without sdpa_kernel (as in 2.2): still the old switch
+    old = _attention_torch(new=False)
+    old.nn.attention = types.SimpleNamespace()
+    assert checks_gpu_perf._only(old, backend) == ("sdp_kernel", flags)
