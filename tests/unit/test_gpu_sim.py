@@ -229,6 +229,7 @@ def test_memory_times_256_mib_copies_five_times_each_way_at_full_size(tmp_path: 
 
 SM_120 = {"name": "Simulated NVIDIA RTX PRO 6000 Blackwell", "capability": [12, 0]}
 M40 = {"name": "Simulated Tesla M40", "capability": [5, 2]}
+B200 = {"name": "Simulated NVIDIA B200", "capability": [10, 0]}
 K80 = {"name": "Simulated Tesla K80", "capability": [3, 7]}
 
 
@@ -239,7 +240,8 @@ K80 = {"name": "Simulated Tesla K80", "capability": [3, 7]}
         (H100, ["cudnn"], "passed", "; cudnn not available"),  # tried and reported, never required
         (A100, ["flash"], "failed", "SDPA flash backend failed on this GPU: No available kernel."),  # sm_8x: required
         (H100, ["flash"], "failed", "SDPA flash backend failed on this GPU: No available kernel."),  # sm_90 too
-        (SM_120, ["flash", "cudnn"], "passed", "; flash not available; cudnn not available"),  # not on sm_120
+        (B200, ["flash"], "passed", "; flash not available"),  # nor on sm_100
+        (SM_120, ["flash", "cudnn"], "passed", "; flash not available; cudnn not available"),  # nor on sm_120
         (SM_120, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # from sm_50 on
         (M40, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # sm_52 included
         (K80, ["efficient"], "passed", "; efficient not available"),  # not before sm_50

@@ -449,3 +449,14 @@ def test_only_one_attention_backend_on_torch_2_0_to_2_2(backend: str) -> None:
     old = _attention_torch(new=False)
     old.nn.attention = types.SimpleNamespace()
     assert checks_gpu_perf._only(old, backend) == ("sdp_kernel", flags)
+
+
+def test_backends_tries_cudnn_attention_only_where_torch_has_it() -> None:
+    without = types.SimpleNamespace(nn=types.SimpleNamespace())  # torch < 2.0: no torch.nn.attention
+    assert checks_gpu_perf._backends(without, (9, 0)) == [("efficient", True), ("flash", True)]
+    older = _attention_torch(new=True)
+    older.nn.attention.SDPBackend = types.SimpleNamespace(MATH="MATH")  # torch 2.3-2.4: no CUDNN_ATTENTION
+    assert checks_gpu_perf._backends(older, (8, 6)) == [("efficient", True), ("flash", True)]
+    newer = _attention_torch(new=True)
+    assert checks_gpu_perf._backends(newer, (10, 0)) == [("efficient", True), ("flash", False), ("cudnn", False)]
+    assert checks_gpu_perf._backends(newer, (7, 5)) == [("efficient", True), ("flash", False), ("cudnn", False)]
