@@ -21,6 +21,8 @@ process group's backend, each all_reduce (bytes, simulated GPU), each matmul and
 GPUs, TF32, non_blocking) as JSON lines; `"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.
+`"cheap_products_from": N` skips computing matrix products with a side of N or more (zeros of their shape): a
+check's full sizes, recorded, at the CPU's cost of making the inputs.
 As on real torch, `torch.cuda.set_device` needs an index, an NCCL group refuses a tensor that is not on a
 (simulated) GPU, and a matmul refuses tensors on two devices.
 

@@ -200,6 +200,18 @@ def test_gemm_times_the_precisions_the_gpu_has(tmp_path: Path, gpu: dict[str, An
     assert found["message"].startswith("errors fp32 ") and "; TFLOP/s fp32 " in found["message"]
 
 
+def test_gemm_times_4096_squares_ten_times_per_precision_at_full_size(tmp_path: Path) -> None:
+    # the real GPU's sizes; products of 4096 are recorded but not computed (the simulation's cheap_products_from)
+    log = tmp_path / "calls.jsonl"
+    config = sim([A100], event_seconds=0.001, record=str(log), cheap_products_from=4096)
+    found = check("gpu.gemm", config, tmp_path, full=True)
+    assert found["status"] == "passed", found["message"]
+    rate = 2 * 4096**3 * 10 / 0.001 / 1e12
+    assert found["observed"]["gemm"]["tflops"] == dict.fromkeys(["fp32", "fp16", "tf32", "bf16"], rate)
+    timed = [c for c in _recorded(log) if c.get("op") == "matmul" and c["shapes"] == [[4096, 4096]] * 2]
+    assert len(timed) == 4 * (1 + 10)  # per precision: the warm-up and 10 timed
+
+
 def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies(tmp_path: Path) -> None:
     log = tmp_path / "calls.jsonl"
     found = check("gpu.memory", sim([dict(H100, memory=400 << 20)], event_seconds=0.001, record=str(log)), tmp_path)
