@@ -61,9 +61,9 @@ class Group:
 # The smoke checks on real torch: the suite runs in a child Python (sim_kit), which bench/mutmut_bridge reaches.
 # Every GPU check in one suite run on two simulated GPUs: 95-145 s, and it reaches every check, so each mutant the
 # single-check tests let live ran it too (about one mutant a minute, 2026-12-02). Without it a score can only be
-# lower. gpu.nccl, gemm, memory, sdpa, train, tf32, autocast, devices and cudnn_conv have single-check tests of
-# their own in test_gpu_sim.py that pass with their figures; gpu.ddp, determinism, profiler and onnx are held
-# there only failing, so their passing paths have no test under mutmut: add those before scoring their modules.
+# lower. Every GPU check but gpu.compile (and gpu.extensions, which the simulation cannot run) has a single-check
+# test that passes with its figures (test_gpu_sim.py; gpu.onnx in test_smoke_onnx_torch.py): add one for
+# gpu.compile before scoring checks_compile this way.
 WHOLE_SUITE = "tests/unit/test_gpu_sim.py::test_every_gpu_check_runs_on_two_simulated_gpus"
 TORCH_TESTS = (
     "test_gpu_sim.py",

@@ -268,3 +268,37 @@ def test_sdpa_requires_the_fused_backends_the_architecture_has(
         ran = [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]]
         assert ran == [b for b in ("efficient", "flash", "cudnn") if b not in missing]
         assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
+
+
+# --- each GPU check passing on its own, with its figures (mutmut's smoke runs leave out the whole suite) ---------
+
+
+def test_the_profiler_finds_cupti_s_kernels_when_they_are_recorded(tmp_path: Path) -> None:
+    found = check("gpu.profiler", sim([H100], cupti=True), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    kernels = found["observed"]["profiler_gpu"]["kernels"]
+    assert kernels > 0 and found["message"].endswith(f"; {kernels} CUDA kernels (CUPTI), exported as Chrome JSON")
+
+
+def test_determinism_on_the_gpu_is_bitwise_and_its_cost_is_a_ratio_of_step_times(tmp_path: Path) -> None:
+    found = check("gpu.determinism", sim([H100], event_seconds=0.001), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    observed = found["observed"]["determinism_gpu"]
+    assert (observed["steps"], observed["batch"], observed["cublas_workspace_config"]) == (4, 8, ":4096:8")
+    # every timed region lasts 1 ms in the simulation: both runs' steps take the same time, so the cost is 1
+    assert observed["step_seconds_deterministic"] == observed["step_seconds_default"] and observed["cost"] == 1.0
+    assert found["message"].startswith("2 fresh processes, seed 0, CUBLAS_WORKSPACE_CONFIG=:4096:8: ")
+    assert found["message"].endswith("; a step takes 1.00x torch's default (non-deterministic) time")
+
+
+def test_ddp_on_the_gpus_times_a_step_per_gpu_count(tmp_path: Path) -> None:
+    found = check("gpu.ddp", sim([H100, A100], event_seconds=0.001), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    observed = found["observed"]["ddp_gpu"]
+    assert [observed["runs"][n]["world"] for n in ("1", "2")] == [1, 2]
+    step = observed["step_seconds"]["1"]
+    assert observed["step_seconds"] == {"1": step, "2": step}  # the same fixed interval per timed region
+    batch = observed["batch_per_gpu"]
+    assert observed["images_per_second"] == {"1": batch / step, "2": batch * 2 / step}
+    assert observed["scaling_efficiency"] == {"1": 1.0, "2": 1.0}
+    assert found["message"].startswith("NCCL DDP (") and found["message"].endswith("; scaling at 2: 1.00")
