@@ -61,9 +61,8 @@ class Group:
 # The smoke checks on real torch: the suite runs in a child Python (sim_kit), which bench/mutmut_bridge reaches.
 # Every GPU check in one suite run on two simulated GPUs: 95-145 s, and it reaches every check, so each mutant the
 # single-check tests let live ran it too (about one mutant a minute, 2026-12-02). Without it a score can only be
-# lower. Every GPU check but gpu.compile (and gpu.extensions, which the simulation cannot run) has a single-check
-# test that passes with its figures (test_gpu_sim.py; gpu.onnx in test_smoke_onnx_torch.py): add one for
-# gpu.compile before scoring checks_compile this way.
+# lower. Every GPU check but gpu.extensions (which the simulation cannot run) has a single-check test that passes
+# (test_gpu_sim.py; gpu.onnx in test_smoke_onnx_torch.py), with its figures where the simulation can fix them.
 WHOLE_SUITE = "tests/unit/test_gpu_sim.py::test_every_gpu_check_runs_on_two_simulated_gpus"
 TORCH_TESTS = (
     "test_gpu_sim.py",
