@@ -385,6 +385,7 @@ def engine_with(monkeypatch: pytest.MonkeyPatch, recorder: Recorder, info: Engin
     monkeypatch.setattr(builder.engine.images, "run_command", recorder)
     engine = DockerEngine()
     monkeypatch.setattr(engine, "info", lambda: info)
+    monkeypatch.setattr(engine, "gone", lambda during: None)  # the engine still answers: no real one asked
     return engine
 
 
