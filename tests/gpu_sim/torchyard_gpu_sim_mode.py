@@ -54,11 +54,13 @@ def mode_class(torch: Any) -> Any:
                 return self._mark(args[0].view_as(args[0]), device_index(device))
             target, args, kwargs = self._rewrite(args, kwargs)
             source = _marked(args) if target is None else target
+            if func in products:
+                _one_device(torch, args)
             if func in matmuls or func is torch.Tensor.copy_:
-                self._check_devices(func, args, kwargs)
+                self._record(func, args, kwargs)
             if func in matmuls and source is not None and self._tf32():
                 args = tuple(_tf32(torch, a) for a in args)
-            out = self._cheap(func, args) if func in products else None
+            out = self._cheap(func, args)
             out = func(*args, **kwargs) if out is None else out
             if func is torch.Tensor.cpu or (func is torch.Tensor.to and target is None and "cpu" in _texts(args)):
                 return out.view_as(out) if out is args[0] else out  # back on the host: unmarked
@@ -72,17 +74,11 @@ def mode_class(torch: Any) -> Any:
                 out = _BadGrad(torch).apply(out)
             return out if any(out is a for a in args) else self._mark(out, source)
 
-        def _check_devices(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            """A product of two plain tensors refuses two devices, as real torch does (a module's parameters are not
-            marked when `.to("cuda")` moves them in place, so layers are not checked; a copy_ may cross). With
-            "record", each matmul and copy_ is logged: dtypes, shapes, bytes, each tensor's GPU, TF32, blocking."""
-            tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
-            plain = func in products and not any(isinstance(t, torch.nn.Parameter) for t in tensors)
-            if plain and len(set(gpus)) > 1 and all(t.dim() > 0 for t in tensors):
-                raise RuntimeError(f"Expected all tensors to be on the same device (simulation: GPUs {gpus})")
+        def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+            """With "record", each matmul and copy_: dtypes, shapes, bytes, each tensor's GPU, TF32, blocking."""
             if not self.cfg.get("record"):
                 return
+            tensors = [a for a in args if isinstance(a, torch.Tensor)]
             copy = func is torch.Tensor.copy_
             note(
                 self.cfg,
@@ -91,7 +87,7 @@ def mode_class(torch: Any) -> Any:
                     "dtypes": [str(t.dtype) for t in tensors],
                     "shapes": [list(t.shape) for t in tensors],
                     "bytes": [t.numel() * t.element_size() for t in tensors],
-                    "gpus": gpus,
+                    "gpus": [getattr(t, "_sim_gpu", None) for t in tensors],
                     "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
                     "non_blocking": copy and bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False)),
                 },
@@ -101,7 +97,9 @@ def mode_class(torch: Any) -> Any:
             """With "cheap_products_from": N, a product of two matrices with a side of N or more is not computed (a
             zero matrix of its shape): a test runs a check at a real GPU's sizes on the CPU and reads the record."""
             limit = self.cfg.get("cheap_products_from")
-            if not limit or len(args) < 2 or not all(isinstance(a, torch.Tensor) and a.dim() == 2 for a in args[:2]):
+            if not limit or func not in products or len(args) < 2:
+                return None
+            if not all(isinstance(a, torch.Tensor) and a.dim() == 2 for a in args[:2]):
                 return None
             a, b = args[0], args[1]
             if max(*a.shape, *b.shape) < limit:
@@ -155,6 +153,17 @@ def _marked(args: Any) -> int | None:
             if inner is not None:
                 return inner
     return None
+
+
+def _one_device(torch: Any, args: tuple[Any, ...]) -> None:
+    """A product of two plain tensors refuses two devices, as real torch does. A module's parameters are not marked
+    when `.to("cuda")` moves them in place, so products with a parameter (layers) are not checked."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if any(isinstance(t, torch.nn.Parameter) or t.dim() == 0 for t in tensors):
+        return
+    gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
+    if len(set(gpus)) > 1:
+        raise RuntimeError(f"Expected all tensors to be on the same device (simulation: GPUs {gpus})")
 
 
 def _texts(args: Any) -> list[str]:
