@@ -24,7 +24,8 @@ every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) 
 `"cheap_products_from": N` skips computing matrix products with a side of N or more (zeros of their shape): a
 check's full sizes, recorded, at the CPU's cost of making the inputs.
 As on real torch, `torch.cuda.set_device` needs an index, an NCCL group refuses a tensor that is not on a
-(simulated) GPU, and a matmul refuses tensors on two devices.
+(simulated) GPU, and a product, linear layer or convolution refuses tensors on two devices (a module's `.to`/`.cuda`
+marks its parameters and buffers with their GPU).
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -78,6 +79,7 @@ def install(torch: Any, cfg: dict[str, Any]) -> None:
     _patch_sdpa(torch, cfg)
     _patch_compile(torch, cfg)
     _patch_profiler(torch, cfg)
+    _patch_modules(torch)
     torch.Tensor.pin_memory = lambda self, *args, **kwargs: self  # DataLoader's pin thread has no mode
     torch.Tensor.is_pinned = lambda self, *args, **kwargs: True
     _Mode.active = mode_class(torch)(cfg)
@@ -313,8 +315,10 @@ def _patch_compile(torch: Any, cfg: dict[str, Any]) -> None:
 
 def _patch_profiler(torch: Any, cfg: dict[str, Any]) -> None:
     """The CPU build records no CUDA activity (it has no CUPTI): the CUDA activity is dropped. With `"cupti": true`
-    the exported trace gets a "kernel" event for every operator, as CUPTI's records would appear; without it, the
-    trace has no kernel, as in an image without libcupti."""
+    the exported trace gets a "kernel" event for every operator, as CUPTI's records would appear, where real torch
+    would have them: the CUDA activity was asked for (or none was named: torch then takes every activity it
+    supports) and work ran on a simulated GPU while the profiler recorded. Without "cupti" the trace has no
+    kernel, as in an image without libcupti."""
     from torch import profiler
 
     real = profiler.profile
@@ -322,12 +326,22 @@ def _patch_profiler(torch: Any, cfg: dict[str, Any]) -> None:
 
     class SimProfile(real):  # type: ignore[misc,valid-type]
         def __init__(self, *args: Any, activities: Any = None, **kwargs: Any) -> None:
+            self.sim_cuda = cuda in activities if activities else bool(cfg["gpus"])
+            self.sim_gpu_ops = 0
             kept = [a for a in activities or [profiler.ProfilerActivity.CPU] if a != cuda]
             super().__init__(*args, activities=kept, **kwargs)
 
+        def start(self) -> None:
+            self.sim_gpu_ops -= STATE["gpu_ops"]
+            super().start()
+
+        def stop(self) -> None:
+            super().stop()
+            self.sim_gpu_ops += STATE["gpu_ops"]
+
         def export_chrome_trace(self, path: str) -> Any:
             done = super().export_chrome_trace(path)
-            if cfg.get("cupti"):
+            if cfg.get("cupti") and self.sim_cuda and self.sim_gpu_ops > 0:
                 with open(path, encoding="utf-8") as handle:
                     data = json.load(handle)
                 ops = [e for e in data["traceEvents"] if e.get("cat") == "cpu_op"]
@@ -337,6 +351,56 @@ def _patch_profiler(torch: Any, cfg: dict[str, Any]) -> None:
             return done
 
     profiler.profile = SimProfile
+
+
+def _patch_modules(torch: Any) -> None:
+    """A module's parameters and buffers carry the simulated GPU its `.to`/`.cuda` moved them to (the move is in
+    place: the tensors keep their objects, which the mode alone would not mark), and lose it with `.cpu` or a move
+    to the host, so a layer whose weights stayed on the host refuses a GPU input as real torch does."""
+    module = torch.nn.Module
+    real_to, real_cuda, real_cpu = module.to, module.cuda, module.cpu
+
+    def to(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = real_to(self, *args, **kwargs)
+        _place(self, _target(torch, args, kwargs))
+        return out
+
+    def cuda(self: Any, device: Any = None) -> Any:
+        out = real_cuda(self, device)
+        _place(self, device_index(device))
+        return out
+
+    def cpu(self: Any) -> Any:
+        out = real_cpu(self)
+        _place(self, None)
+        return out
+
+    module.to, module.cuda, module.cpu = to, cuda, cpu
+
+
+_KEEP = "keep"  # a move that names no device (a dtype only): the tensors stay where they are
+
+
+def _target(torch: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    for value in (*args, kwargs.get("device"), kwargs.get("tensor")):
+        if isinstance(value, torch.Tensor):
+            return getattr(value, "_sim_gpu", None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, (str, torch.device)):  # not torch.device(value): the mode would make "cuda" "cpu"
+            kind = value.split(":", 1)[0] if isinstance(value, str) else value.type
+            return device_index(value) if kind == "cuda" else None
+    return _KEEP
+
+
+def _place(module: Any, gpu: Any) -> None:
+    if gpu == _KEEP:
+        return
+    for tensor in [*module.parameters(), *module.buffers()]:
+        if gpu is None:
+            tensor.__dict__.pop("_sim_gpu", None)
+        else:
+            tensor._sim_gpu = gpu
 
 
 @contextlib.contextmanager

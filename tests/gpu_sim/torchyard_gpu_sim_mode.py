@@ -9,7 +9,8 @@ import json
 import os
 from typing import Any
 
-STATE: dict[str, Any] = {"device": 0}  # the current simulated device (torch.cuda.set_device / torch.cuda.device)
+STATE: dict[str, Any] = {"device": 0, "gpu_ops": 0}  # the current simulated device (torch.cuda.set_device /
+# torch.cuda.device); how many calls ran on a simulated GPU (the profiler puts kernels in its trace after them)
 
 
 def device_index(device: Any) -> int:
@@ -37,6 +38,7 @@ def mode_class(torch: Any) -> Any:
     matmuls |= {torch.nn.functional.linear}
     convs = {torch.nn.functional.conv2d, torch.conv2d}
     products = {torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.__matmul__}
+    one_device = products | {torch.nn.functional.linear} | convs
 
     class SimMode(TorchFunctionMode):  # type: ignore[misc]
         def __init__(self, cfg: dict[str, Any]) -> None:
@@ -54,7 +56,7 @@ def mode_class(torch: Any) -> Any:
                 return self._mark(args[0].view_as(args[0]), device_index(device))
             target, args, kwargs = self._rewrite(args, kwargs)
             source = _marked(args) if target is None else target
-            if func in products:
+            if func in one_device:
                 _one_device(torch, args)
             if func in matmuls or func is torch.Tensor.copy_:
                 self._record(func, args, kwargs)
@@ -66,6 +68,7 @@ def mode_class(torch: Any) -> Any:
                 return out.view_as(out) if out is args[0] else out  # back on the host: unmarked
             if source is None:
                 return out
+            STATE["gpu_ops"] += 1
             if func is torch.Tensor.to and out is args[0]:
                 out = out.view_as(out)
             if func in matmuls and "gemm" in self.cfg["faults"] and isinstance(out, torch.Tensor):
@@ -156,11 +159,10 @@ def _marked(args: Any) -> int | None:
 
 
 def _one_device(torch: Any, args: tuple[Any, ...]) -> None:
-    """A product of two plain tensors refuses two devices, as real torch does. A module's parameters are not marked
-    when `.to("cuda")` moves them in place, so products with a parameter (layers) are not checked."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    if any(isinstance(t, torch.nn.Parameter) or t.dim() == 0 for t in tensors):
-        return
+    """A product, linear layer or convolution refuses tensors on two devices, as real torch does: an unmarked tensor
+    is on the host (a module's parameters are marked by its `.to`/`.cuda`, see torchyard_gpu_sim); a 0-dim tensor
+    may be anywhere, as a CPU scalar may meet a GPU tensor in torch."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
     gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
     if len(set(gpus)) > 1:
         raise RuntimeError(f"Expected all tensors to be on the same device (simulation: GPUs {gpus})")
