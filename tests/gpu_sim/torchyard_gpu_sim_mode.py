@@ -38,7 +38,8 @@ def mode_class(torch: Any) -> Any:
     matmuls |= {torch.nn.functional.linear}
     convs = {torch.nn.functional.conv2d, torch.conv2d}
     products = {torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.__matmul__}
-    one_device = products | {torch.nn.functional.linear} | convs
+    losses = {torch.nn.functional.cross_entropy, torch.nn.functional.nll_loss, torch.nn.functional.mse_loss}
+    one_device = products | {torch.nn.functional.linear} | convs | losses
 
     class SimMode(TorchFunctionMode):  # type: ignore[misc]
         def __init__(self, cfg: dict[str, Any]) -> None:
@@ -159,9 +160,9 @@ def _marked(args: Any) -> int | None:
 
 
 def _one_device(torch: Any, args: tuple[Any, ...]) -> None:
-    """A product, linear layer or convolution refuses tensors on two devices, as real torch does: an unmarked tensor
-    is on the host (a module's parameters are marked by its `.to`/`.cuda`, see torchyard_gpu_sim); a 0-dim tensor
-    may be anywhere, as a CPU scalar may meet a GPU tensor in torch."""
+    """A product, linear layer, convolution or loss refuses tensors on two devices, as real torch does: an unmarked
+    tensor is on the host (a module's parameters are marked by its `.to`/`.cuda`, see torchyard_gpu_sim); a 0-dim
+    tensor may be anywhere, as a CPU scalar may meet a GPU tensor in torch."""
     tensors = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
     gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
     if len(set(gpus)) > 1:

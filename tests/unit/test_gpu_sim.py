@@ -278,6 +278,7 @@ def test_the_profiler_finds_cupti_s_kernels_when_they_are_recorded(tmp_path: Pat
     assert found["status"] == "passed", found["message"]
     kernels = found["observed"]["profiler_gpu"]["kernels"]
     assert kernels > 0 and found["message"].endswith(f"; {kernels} CUDA kernels (CUPTI), exported as Chrome JSON")
+    assert not list(tmp_path.iterdir())  # the trace went to a private temporary folder, not the working directory
 
 
 def test_determinism_on_the_gpu_is_bitwise_and_its_cost_is_a_ratio_of_step_times(tmp_path: Path) -> None:

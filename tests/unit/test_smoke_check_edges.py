@@ -288,6 +288,18 @@ def test_first_line_of_an_error() -> None:
     assert checks_compile._first_line(ValueError("  first\nsecond")) == "ValueError: first"
 
 
+def test_the_compile_verdict_names_each_error_and_fails_at_the_tolerance_itself() -> None:
+    with pytest.raises(Failed) as at_tolerance:
+        checks_compile._verdict("the CPU", (checks_compile.COMPILE_TOLERANCE, 0.0))
+    assert str(at_tolerance.value) == (
+        "torch.compile on the CPU differs from eager: output 1.00e-04, gradients 0.00e+00 (tolerance 0.0001)"
+    )
+    with pytest.raises(Failed) as gradients:
+        checks_compile._verdict("the GPU", (2e-5, 3e-4))
+    assert "output 2.00e-05, gradients 3.00e-04 " in str(gradients.value)
+    assert checks_compile._verdict("the GPU", (1e-6, 2e-5)) == "output 1.0e-06, gradients 2.0e-05 from eager"
+
+
 def fake_inductor(monkeypatch: pytest.MonkeyPatch, **settings: Any) -> list[dict[str, Any]]:
     """torch._inductor.config with these settings (dotted names: nested); what config.patch was given."""
     patched: list[dict[str, Any]] = []
