@@ -33,6 +33,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mutation_undecorate import undecorate
+
 ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = "3.8.1"  # the version pyproject's `mutation` extra pins
 UNIT = "tests/unit"
@@ -122,6 +124,9 @@ def prepare(group: Group, work: Path) -> Path:
         if source.is_file() and not source.is_symlink():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, folder / name)
+    for name in mutated_files(group):  # mutmut skips decorated functions: plain defs + assignments in the copy
+        path = folder / name
+        path.write_text(undecorate(path.read_text(encoding="utf-8")), encoding="utf-8")
     # tests read them (test_docs_truth checks that every file the docs name exists: .ci/run, bench/*.py;
     # test_render_matrix lints with .hadolint.yaml, and hadolint given a missing config prints no JSON)
     copied = (
