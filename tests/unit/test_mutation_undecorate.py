@@ -129,11 +129,14 @@ def test_the_smoke_suite_registers_the_same_checks_in_the_same_order_from_the_re
         target = copy / path.relative_to(ROOT / "builder")
         target.write_text(undecorate(target.read_text(encoding="utf-8")), encoding="utf-8")
     show = (
-        "from builder.smoke import runner\n"
+        "import builder\nfrom builder.smoke import runner\n"
+        "print(builder.__file__)\n"
         "print([(c.name, c.gpu, c.timeout, c.func.__name__) for c in runner.load_checks()])"
     )
-    runs = [
-        subprocess.run([sys.executable, "-P", "-c", show], cwd=where, capture_output=True, text=True, check=True).stdout
-        for where in (ROOT, tmp_path)
-    ]
+    runs = []
+    for where in (ROOT, tmp_path):  # the folder first on sys.path (`-c` puts the working folder there)
+        done = subprocess.run([sys.executable, "-c", show], cwd=where, capture_output=True, text=True, check=True)
+        imported, registry = done.stdout.splitlines()
+        assert Path(imported).is_relative_to(where)
+        runs.append(registry)
     assert runs[0] == runs[1] and "('gpu.compile', True, 300.0, 'compile_gpu')" in runs[0]
