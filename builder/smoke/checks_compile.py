@@ -19,6 +19,8 @@ from .compat import cpu_threads, restored, set_tf32
 from .framework import Context, Failed, Skipped, check
 
 CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+TRITON_CACHE_ENV = "TRITON_CACHE_DIR"  # Triton's kernels (torch puts them under Inductor's folder unless this is set)
+CACHE_ENVS = (CACHE_ENV, TRITON_CACHE_ENV)
 COMPILE_TOLERANCE = 1e-4  # fp32; Inductor fuses and reorders, it does not change precision
 
 
@@ -120,7 +122,7 @@ def compile_gpu(ctx: Context) -> str:
     _cuda(ctx)
     torch = _torch_with_compile()
     try:
-        with restored(torch):  # eager and compiled in full fp32: under TF32 their matmuls differ by ~1e-4 on sm_80+
+        with restored(torch), _private_cache():  # in full fp32: under TF32 eager and compiled differ by ~1e-4 on sm_80+
             set_tf32(torch, False)
             errors = _compare(torch, "cuda")
     except Exception as exc:
@@ -130,17 +132,20 @@ def compile_gpu(ctx: Context) -> str:
 
 @contextlib.contextmanager
 def _private_cache() -> Iterator[None]:
-    """An empty Inductor cache for the check: it compiles every time, whatever an earlier run left in /tmp."""
-    before = os.environ.get(CACHE_ENV)
+    """Empty Inductor and Triton caches for the check: it compiles every time, whatever an earlier run left in /tmp
+    (a kernel found there is not compiled: the compiler the image needs would go unchecked)."""
+    before = {name: os.environ.get(name) for name in CACHE_ENVS}
     with tempfile.TemporaryDirectory(prefix="torchyard-inductor-") as folder:
         os.environ[CACHE_ENV] = folder
+        os.environ[TRITON_CACHE_ENV] = os.path.join(folder, "triton")
         try:
             yield
         finally:
-            if before is None:
-                os.environ.pop(CACHE_ENV, None)
-            else:
-                os.environ[CACHE_ENV] = before
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def _first_line(exc: Exception) -> str:

@@ -10,7 +10,9 @@ ranks, the determinism runs.
   checks see it);
 - profiler_off: torch.profiler.profile records nothing and exports an empty trace.
 - conv_no_grad: conv2d sees its weight detached: the convolutions never learn (train.cpu, issue 21);
-- compile_wrong_tanh: Inductor's C++ code generation writes tanh(x) as x, in scalar and vector code (compile.cpu).
+- compile_wrong_tanh: Inductor's C++ code generation writes tanh(x) as x, in scalar and vector code (compile.cpu);
+- compile_wrong_erf: the same for erf(x), which Inductor's GELU is made of (gpu.compile's MLP; the simulation
+  compiles it for the CPU).
 
 Standard library + torch only; runs in the images (Python >= 3.8).
 """
@@ -44,7 +46,9 @@ def install(torch: Any) -> None:
     if "conv_no_grad" in armed:
         _conv_without_weight_gradient(torch)
     if "compile_wrong_tanh" in armed:
-        _wrong_cpp_tanh()
+        _wrong_cpp("tanh")
+    if "compile_wrong_erf" in armed:
+        _wrong_cpp("erf")
 
 
 def _conv_without_weight_gradient(torch: Any) -> None:
@@ -57,11 +61,11 @@ def _conv_without_weight_gradient(torch: Any) -> None:
     functional.conv2d = conv2d
 
 
-def _wrong_cpp_tanh() -> None:
+def _wrong_cpp(op: str) -> None:
     from torch._inductor.codegen import cpp
 
-    cpp.CppOverrides.tanh = staticmethod(lambda x: f"({x})")
-    cpp.CppVecOverrides.tanh = staticmethod(lambda x: f"({x})")
+    setattr(cpp.CppOverrides, op, staticmethod(lambda x: f"({x})"))
+    setattr(cpp.CppVecOverrides, op, staticmethod(lambda x: f"({x})"))
 
 
 def _desync(torch: Any) -> None:

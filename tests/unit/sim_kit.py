@@ -40,6 +40,7 @@ WORKFLOW_FAULTS = (
     "ort_cpu_fallback",
     "conv_no_grad",
     "compile_wrong_tanh",
+    "compile_wrong_erf",
 )  # tests/gpu_sim/torchyard_faults.py
 
 

@@ -313,6 +313,14 @@ def test_compile_on_the_gpu_matches_eager_and_names_triton(tmp_path: Path) -> No
     assert " from eager" in found["message"]
 
 
+@pytest.mark.parametrize("fault", ["compile_wrong_tanh", "compile_wrong_erf"])
+def test_compile_on_the_gpu_fails_when_inductor_gets_a_nonlinearity_wrong(tmp_path: Path, fault: str) -> None:
+    # the MLP's tanh, and the erf its GELU is made of: each compiled wrong must show (the simulation compiles C++)
+    found = check("gpu.compile", sim([T4], faults=(fault,)), tmp_path)
+    assert found["status"] == "failed", found["message"]
+    assert found["message"].startswith("torch.compile on the GPU differs from eager: output ")
+
+
 def test_compile_on_the_gpu_compares_in_full_fp32_whatever_tf32_was(tmp_path: Path) -> None:
     # drive.py leaves TF32 on for matmuls before the check (as a user's code or NGC's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE
     # may): on an sm_80+ GPU eager and compiled then differ by ~1e-4 (1.7e-4 on a simulated H100 before the check

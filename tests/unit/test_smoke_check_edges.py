@@ -7,6 +7,7 @@ reading and libcupti's package, and how a determinism run's report is read. Writ
 from __future__ import annotations
 
 import json
+import os
 import platform
 import socket
 import subprocess
@@ -286,6 +287,20 @@ def test_onnxruntime_missing_fails_an_inference_image_and_skips_another(
 def test_first_line_of_an_error() -> None:
     assert checks_compile._first_line(RuntimeError("")) == "RuntimeError: "
     assert checks_compile._first_line(ValueError("  first\nsecond")) == "ValueError: first"
+
+
+def test_compile_checks_use_fresh_inductor_and_triton_caches_and_put_the_old_ones_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a kernel cached by an earlier run is loaded, not compiled: the compiler the image needs would go unchecked
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", "/earlier/inductor")
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    with checks_compile._private_cache():
+        inductor = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
+        assert inductor.is_dir() and not list(inductor.iterdir())
+        assert os.environ["TRITON_CACHE_DIR"] == str(inductor / "triton")
+    assert not inductor.exists()
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == "/earlier/inductor" and "TRITON_CACHE_DIR" not in os.environ
 
 
 def test_the_compile_verdict_names_each_error_and_fails_at_the_tolerance_itself() -> None:
