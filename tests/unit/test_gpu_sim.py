@@ -116,6 +116,28 @@ def test_checks_put_back_every_global_setting(tmp_path: Path, name: str) -> None
     assert found["settings_after"] == found["settings_before"]
 
 
+def test_each_gpu_computes_a_full_fp32_matrix_product_of_its_own(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.devices", sim([H100, A100], record=str(record)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    products = [json.loads(line) for line in record.read_text().splitlines()]
+    products = [p for p in products if p["op"] == "matmul" and p["gpus"][0] is not None]
+    # a 256x256 GEMM (not a matrix-vector product) on GPU 0, then on GPU 1, fp32 without TF32
+    assert [(p["gpus"], p["shapes"], p["dtypes"], p["tf32"]) for p in products] == [
+        ([index, index], [[256, 256], [256, 256]], ["torch.float32", "torch.float32"], False) for index in (0, 1)
+    ]
+
+
+def test_the_relative_error_of_a_zero_reference_is_the_absolute_error(tmp_path: Path) -> None:
+    code = (
+        "import torch\n"
+        "from builder.smoke.checks_gpu import relative_error\n"
+        "print(relative_error(torch, torch.tensor([0.25, -0.5]), torch.zeros(2, dtype=torch.float64)))\n"
+        "print(relative_error(torch, torch.tensor([1.0, 3.0]), torch.tensor([1.0, 4.0], dtype=torch.float64)))\n"
+    )
+    assert python_with_torch(code, sim([]), tmp_path).split() == ["0.5", "0.25"]
+
+
 def test_without_simulated_gpus_the_gpu_checks_fail_under_require_gpu(tmp_path: Path) -> None:
     found = check("gpu.devices", sim([]), tmp_path)
     assert found["status"] == "failed" and found["message"].startswith("--require-gpu, but")

@@ -34,7 +34,7 @@ from builder.smoke import (
     checks_profiler,
     procs,
 )
-from builder.smoke.framework import Failed, Skipped
+from builder.smoke.framework import CPU_BUILD, NO_GPU, Failed, Skipped
 
 # --- checks_gpu.driver_version --------------------------------------------------------------------------
 
@@ -284,6 +284,24 @@ def test_onnxruntime_missing_fails_an_inference_image_and_skips_another(
     assert str(skipped.value) == "no onnxruntime (not an inference image)"
 
 
+def test_onnx_runtime_falling_back_names_the_providers_it_has_and_the_likely_causes() -> None:
+    ort = types.SimpleNamespace(get_available_providers=lambda: ["AzureExecutionProvider", "CPUExecutionProvider"])
+    cpu_only = types.SimpleNamespace(get_providers=lambda: ["CPUExecutionProvider"])
+    none = types.SimpleNamespace(get_providers=lambda: [])
+    causes = "onnxruntime-gpu could not load CUDA/cuDNN of torch's majors, or a CPU onnxruntime is installed"
+    with pytest.raises(Failed) as fell_back:
+        checks_onnx.first_provider(cpu_only, ort)
+    assert str(fell_back.value) == (
+        "ONNX Runtime fell back to CPUExecutionProvider (session providers: ['CPUExecutionProvider']; available: "
+        f"AzureExecutionProvider, CPUExecutionProvider): {causes}"
+    )
+    with pytest.raises(Failed) as nothing:
+        checks_onnx.first_provider(none, ort)
+    assert str(nothing.value).startswith("ONNX Runtime fell back to no provider (session providers: []; available: ")
+    first = types.SimpleNamespace(get_providers=lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert checks_onnx.first_provider(first, ort) == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
 def test_first_line_of_an_error() -> None:
     assert checks_compile._first_line(RuntimeError("")) == "RuntimeError: "
     assert checks_compile._first_line(ValueError("  first\nsecond")) == "ValueError: first"
@@ -374,6 +392,19 @@ def test_determinism_needs_use_deterministic_algorithms(monkeypatch: pytest.Monk
 
 
 # --- checks_gpu._cuda and unreachable: the whole lines ---------------------------------------------------
+
+
+def test_no_gpu_reason_skips_the_gpu_checks_only_where_every_one_would_skip(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    install = Installer(monkeypatch)
+    monkeypatch.setattr(checks_gpu, "DEVICE_NODES", str(tmp_path / "dev" / "nvidia[0-9]*"))
+    install(FakeImage(cuda=None))
+    assert checks_gpu.no_gpu_reason(context(tmp_path)) == CPU_BUILD
+    install(FakeImage(gpus=()))  # a CUDA build, no GPU visible, no device node
+    assert checks_gpu.no_gpu_reason(context(tmp_path)) == NO_GPU
+    # --require-gpu: each GPU check runs and fails saying why, so no reason to skip them all
+    assert checks_gpu.no_gpu_reason(context(tmp_path, require_gpu=True)) is None
 
 
 def test_a_device_node_without_cuda_and_require_gpu_without_a_gpu_give_whole_lines(

@@ -7,10 +7,11 @@ Like test_smoke_workflows_torch.py, these tests start processes (the suite, one 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from sim_kit import H100, check, cpu_suite, needs_torch, sim, torch_python
+from sim_kit import H100, check, cpu_suite, needs_torch, python_with_torch, sim, torch_python
 
 pytestmark = needs_torch
 
@@ -78,3 +79,56 @@ def test_gpu_onnx_fails_when_onnx_runtime_falls_back_to_the_cpu_provider(tmp_pat
     assert found["message"].startswith(
         "ONNX Runtime fell back to CPUExecutionProvider (session providers: ['CPUExecutionProvider']; available: "
     ), found["message"]
+
+
+@needs_ort
+def test_gpu_onnx_times_per_batch_and_its_amp_run_is_fp16(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.onnx", sim([H100], event_seconds=0.001, record=str(record)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    timings = found["observed"]["onnx_gpu"]["ms_per_batch"]
+    # every CUDA-event interval lasts 1 ms in the simulation: 1 ms over the small run's 3 batches
+    assert timings["eager_fp32"] == pytest.approx(1.0 / 3) and timings["eager_amp_fp16"] == pytest.approx(1.0 / 3)
+    assert timings["onnxruntime_cuda"] != pytest.approx(1.0 / 3)  # ORT returns host arrays: the host clock times it
+    products = [json.loads(line) for line in record.read_text().splitlines()]
+    dtypes = {tuple(p["dtypes"]) for p in products if p["op"] == "matmul" and p["gpus"][0] is not None}
+    assert any(d[0] == "torch.float16" for d in dtypes)  # the classifier's input in fp16 under autocast
+    assert ("torch.float32", "torch.float32", "torch.float32") in dtypes  # and all fp32 without
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["record.jsonl"]  # the ONNX file went to a private folder
+
+
+ERRORS = """
+import json, tempfile
+import numpy, onnx, torch
+from builder.smoke import checks_onnx as o
+from builder.smoke.framework import Failed
+
+def failed(call, *args):
+    try:
+        call(*args)
+    except Failed as exc:
+        return str(exc)
+
+def broken(*args, **kwargs):
+    raise RuntimeError("x" * 700)
+
+def rejects(path):
+    raise ValueError("y" * 700)
+
+torch.onnx.export, onnx.checker.check_model = broken, rejects
+print(json.dumps({
+    "export": failed(o.export, tempfile.mkdtemp(), o.CPU_SHAPE),
+    "checker": failed(o._checked, "model.onnx"),
+    "shape": failed(o.largest_difference, numpy.zeros((2, 3)), numpy.zeros((3, 2))),
+    "at_tolerance": o.compare(numpy.zeros(2), numpy.array([0.0, 0.5]), 0.5, "x"),
+}))
+"""
+
+
+@needs_ort
+def test_the_onnx_checks_failures_name_the_exporter_the_checker_and_the_shapes(tmp_path: Path) -> None:
+    said = json.loads(python_with_torch(ERRORS, sim([]), tmp_path).strip().splitlines()[-1])
+    assert said["export"] == ("torch.onnx.export of the small ResNet failed: RuntimeError: " + "x" * 700)[:600]
+    assert said["checker"] == ("onnx.checker rejects the exported model: " + "y" * 700)[:600]
+    assert said["shape"] == "ONNX Runtime's output has shape [2, 3], eager torch's [3, 2]"
+    assert said["at_tolerance"] == 0.5  # a difference of exactly the tolerance passes
