@@ -92,6 +92,53 @@ def test_cudnn_must_be_available_and_enabled(tmp_path: Path, changes: dict[str, 
     assert (found["status"], found["message"]) == ("failed", expected)
 
 
+@pytest.mark.parametrize(("gpu", "bf16"), [(A100, True), (T4, False)])
+def test_autocast_multiplies_256_square_matrices_in_fp16_and_in_bf16_from_sm_80(
+    tmp_path: Path, gpu: dict[str, Any], bf16: bool
+) -> None:
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.autocast", sim([gpu], record=str(record)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    products = [p.split(" rel.err ")[0] for p in found["message"].split("; ") if " rel.err " in p]
+    assert products == ["float16", "bfloat16"][: 1 + bf16]
+    native = "; bf16 native" if bf16 else "; bf16 not native on sm_75 (emulated at best; needs capability >= 8.0)"
+    assert found["message"].endswith(native)
+    recorded = [json.loads(line) for line in record.read_text().splitlines()]
+    shapes = [p["shapes"] for p in recorded if p["op"] == "matmul" and p["gpus"] == [0, 0]]
+    assert shapes == [[[256, 256], [256, 256]]] * (1 + bf16)
+
+
+EXTENSION = """
+import json, sys, types
+import torch
+from builder.smoke.expect import Expectations
+from builder.smoke.framework import Context
+from builder.smoke.runner import load_checks, run_one
+
+def kernel(step):
+    def add_one(x):  # as a CUDA extension's kernel: a float32 tensor on the GPU, or it refuses
+        if getattr(x, "_sim_gpu", None) is None or x.dtype != torch.float32:
+            raise RuntimeError("expected a float32 CUDA tensor")
+        return x + step
+    return add_one
+
+sys.modules["demo_ext"] = types.SimpleNamespace(add_one=kernel(1))
+sys.modules["wrong_ext"] = types.SimpleNamespace(add_one=kernel(2))
+check = {c.name: c for c in load_checks()}["gpu.extensions"]
+said = {}
+for names in (("demo-ext", "demo-ext"), ("wrong-ext",)):
+    result = run_one(check, Context(expect=Expectations(extensions=names), arch=None, require_gpu=True))
+    said[names[0]] = [result.status, result.message]
+print(json.dumps(said))
+"""
+
+
+def test_an_extension_s_kernel_runs_on_a_float32_gpu_tensor_and_must_add_one(tmp_path: Path) -> None:
+    said = json.loads(python_with_torch(EXTENSION, sim([H100]), tmp_path).strip().splitlines()[-1])
+    assert said["demo-ext"] == ["passed", "demo-ext.add_one ok; demo-ext.add_one ok"]
+    assert said["wrong-ext"] == ["failed", "wrong-ext.add_one gave a wrong answer on the GPU"]
+
+
 def test_a_gpu_before_ampere_has_no_tf32_and_no_native_bf16(tmp_path: Path) -> None:
     config = sim([T4])
     tf32 = check("gpu.tf32", config, tmp_path)
