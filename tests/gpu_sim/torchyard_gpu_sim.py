@@ -14,7 +14,8 @@ folder is on PYTHONPATH, so it also takes effect in every process the suite star
 
 It proves control flow (API use, shapes, dtypes, pickling into spawned processes, restored settings), not
 numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
-can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN);
+can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN),
+half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend, each all_reduce (bytes, simulated GPU), each matmul and copy_ (dtypes, shapes, bytes,
@@ -74,7 +75,7 @@ def install(torch: Any, cfg: dict[str, Any]) -> None:
     torch._torchyard_gpu_sim = True
     _patch_cuda(torch, cfg)
     _patch_versions(torch, cfg)
-    _patch_amp(torch)
+    _patch_amp(torch, cfg)
     _patch_distributed(torch, cfg)
     _patch_sdpa(torch, cfg)
     _patch_compile(torch, cfg)
@@ -208,13 +209,14 @@ def _patch_versions(torch: Any, cfg: dict[str, Any]) -> None:
         torch.cuda.nccl.version = lambda: tuple(cfg["nccl"])
 
 
-def _patch_amp(torch: Any) -> None:
+def _patch_amp(torch: Any, cfg: dict[str, Any]) -> None:
     real_autocast = torch.autocast
 
     class SimAutocast(real_autocast):  # type: ignore[misc,valid-type]
         def __init__(self, device_type: str = "cuda", dtype: Any = None, enabled: bool = True, **kwargs: Any) -> None:
             if device_type == "cuda":
                 device_type, dtype = "cpu", dtype or torch.float16
+                enabled = enabled and "amp_off" not in cfg["faults"]
             super().__init__(device_type, dtype=dtype, enabled=enabled, **kwargs)
 
     torch.autocast = SimAutocast

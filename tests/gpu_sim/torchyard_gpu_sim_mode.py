@@ -74,6 +74,9 @@ def mode_class(torch: Any) -> Any:
                 out = out.view_as(out)
             if func in matmuls and "gemm" in self.cfg["faults"] and isinstance(out, torch.Tensor):
                 out = out * 1.001
+            half = (torch.float16, torch.bfloat16)
+            if func in matmuls and "half_gemm" in self.cfg["faults"] and getattr(out, "dtype", None) in half:
+                out = out * 1.05
             if func in convs and "conv_grad" in self.cfg["faults"]:
                 out = _BadGrad(torch).apply(out)
             return out if any(out is a for a in args) else self._mark(out, source)

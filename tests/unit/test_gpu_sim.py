@@ -9,6 +9,7 @@ real torch cannot be made to do here (old versions, missing modules, hangs and c
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +107,19 @@ def test_autocast_multiplies_256_square_matrices_in_fp16_and_in_bf16_from_sm_80(
     recorded = [json.loads(line) for line in record.read_text().splitlines()]
     shapes = [p["shapes"] for p in recorded if p["op"] == "matmul" and p["gpus"] == [0, 0]]
     assert shapes == [[[256, 256], [256, 256]]] * (1 + bf16)
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected"),
+    [
+        ("amp_off", r"autocast torch.float16: got torch.float32, relative error \d\.\d\de-0[3-9]"),
+        ("half_gemm", r"autocast torch.float16: got torch.float16, relative error (4\.9\d|5\.0\d)e-02"),
+    ],
+)
+def test_autocast_fails_on_a_product_left_in_fp32_or_5_percent_off(tmp_path: Path, fault: str, expected: str) -> None:
+    found = check("gpu.autocast", sim([H100], faults=(fault,)), tmp_path)
+    assert found["status"] == "failed"
+    assert re.fullmatch(expected, found["message"]), found["message"]
 
 
 EXTENSION = """
