@@ -18,8 +18,9 @@ can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gp
 half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
-process group's backend, each all_reduce (bytes, simulated GPU), each matmul and copy_ (dtypes, shapes, bytes,
-GPUs, TF32, non_blocking) as JSON lines; `"event_seconds": S` makes
+process group's backend, each all_reduce (bytes, simulated GPU), each matmul, convolution and copy_ (dtypes,
+shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings) as JSON lines;
+`"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.
 `"cheap_products_from": N` skips computing matrix products with a side of N or more (zeros of their shape): a

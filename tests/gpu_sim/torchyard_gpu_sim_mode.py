@@ -59,7 +59,7 @@ def mode_class(torch: Any) -> Any:
             source = _marked(args) if target is None else target
             if func in one_device:
                 _one_device(torch, args)
-            if func in matmuls or func is torch.Tensor.copy_:
+            if func in matmuls or func in convs or func is torch.Tensor.copy_:
                 self._record(func, args, kwargs)
             if func in matmuls and source is not None and self._tf32():
                 args = tuple(_tf32(torch, a) for a in args)
@@ -82,21 +82,24 @@ def mode_class(torch: Any) -> Any:
             return out if any(out is a for a in args) else self._mark(out, source)
 
         def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-            """With "record", each matmul and copy_: dtypes, shapes, bytes, each tensor's GPU, TF32, blocking."""
+            """With "record", each matmul, convolution and copy_: dtypes, shapes, bytes, each tensor's GPU, TF32
+            (cuDNN's for a convolution, with cuDNN's benchmark setting), blocking."""
             if not self.cfg.get("record"):
                 return
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
-            copy = func is torch.Tensor.copy_
+            copy, conv = func is torch.Tensor.copy_, func in convs
+            cudnn = {"benchmark": bool(torch.backends.cudnn.benchmark)} if conv else {}
             note(
                 self.cfg,
                 {
-                    "op": "copy_" if copy else "matmul",
+                    "op": "copy_" if copy else "conv" if conv else "matmul",
                     "dtypes": [str(t.dtype) for t in tensors],
                     "shapes": [list(t.shape) for t in tensors],
                     "bytes": [t.numel() * t.element_size() for t in tensors],
                     "gpus": [getattr(t, "_sim_gpu", None) for t in tensors],
-                    "tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+                    "tf32": bool((torch.backends.cudnn if conv else torch.backends.cuda.matmul).allow_tf32),
                     "non_blocking": copy and bool(kwargs.get("non_blocking", args[2] if len(args) > 2 else False)),
+                    **cudnn,
                 },
             )
 

@@ -189,6 +189,20 @@ def test_each_gpu_computes_a_full_fp32_matrix_product_of_its_own(tmp_path: Path)
     ]
 
 
+def test_the_cudnn_convolution_runs_in_fp32_without_tf32_with_benchmark_on(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.cudnn_conv", sim([H100], record=str(record)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    recorded = [json.loads(line) for line in record.read_text().splitlines()]
+    convs = [
+        (c["shapes"], c["dtypes"], c["tf32"], c["benchmark"])
+        for c in recorded
+        if c["op"] == "conv" and c["gpus"][0] == 0
+    ]
+    # benchmark on: cuDNN tries every algorithm (Winograd, FFT), which CONV_MAX is set for; TF32 off: fp32's errors
+    assert convs == [([[8, 16, 32, 32], [32, 16, 3, 3]], ["torch.float32", "torch.float32"], False, True)]
+
+
 def test_the_relative_error_of_a_zero_reference_is_the_absolute_error(tmp_path: Path) -> None:
     code = (
         "import torch\n"
