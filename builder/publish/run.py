@@ -66,6 +66,9 @@ class ItemResult:
     security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
 
 
+NO_PUSH_INDEX = "--no-push: an index lives in a registry"
+
+
 @dataclass
 class AliasResult:
     alias: str
@@ -84,7 +87,8 @@ class Report:
 
     @property
     def failed(self) -> bool:
-        held = any(i.status is AliasStatus.HELD for i in self.indexes)
+        # an index held because the run was asked not to push is what was asked for, not a failure
+        held = any(i.status is AliasStatus.HELD and i.reason != NO_PUSH_INDEX for i in self.indexes)
         copies = any(z.status == "failed" for z in self.zstd)
         return held or copies or any(i.status == Status.FAILED for i in self.items)
 
@@ -233,8 +237,7 @@ def _write_indexes(
             continue
         if not settings.push:
             log(f"LOCAL {index.tags.immutable}: no --push, no index (each platform is tagged <tag>-<arch> here)")
-            reason = "--no-push: an index lives in a registry"
-            found.append(IndexResult(index.tags.immutable, AliasStatus.HELD, reason=reason))
+            found.append(IndexResult(index.tags.immutable, AliasStatus.HELD, reason=NO_PUSH_INDEX))
             continue
         members = {m.item.combo.platform: m.tag for m in index.members}
         problems = {m.item.combo.platform: _member_problem(m, results, registry, settings.repo) for m in index.members}

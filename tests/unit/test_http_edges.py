@@ -101,6 +101,15 @@ def test_a_streamed_answer_is_retried_while_busy_and_closed_after_use() -> None:
     assert net.options[-1]["stream"] is True
 
 
+def test_a_streamed_blob_follows_the_registry_redirect_to_its_storage() -> None:
+    # registries answer a blob GET with a redirect to object storage: a stream that stopped there would read nothing
+    net = Net().route("GET", URL, Answer(307, b"", {"Location": "https://storage.example/blob"}))
+    net.route("GET", "https://storage.example/blob", Answer(200, b"blob"))
+    with net.http().stream("GET", URL) as response:
+        assert (response.status_code, response.content) == (200, b"blob")
+    assert [s.url for s in net.sent] == [URL, "https://storage.example/blob"]
+
+
 def _threads(net: Net, cached: set[str], urls: list[str], workers: int, tmp_path: Path) -> list[bool]:
     """For each url, whether Http.map ran it on the calling thread; `cached` urls are in the cache first."""
     http = net.http(Policy(workers=workers), cache=DiskCache(tmp_path))

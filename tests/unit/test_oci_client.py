@@ -15,6 +15,7 @@ from http_kit import Answer, Net, Sent, json_answer
 from registry_kit import MemoryRegistry, ScopedRegistry
 
 from builder.core.errors import PushError
+from builder.engine import RegistryAuth
 from builder.net.cache import DiskCache
 from builder.net.http import Policy
 from builder.oci import client as client_module
@@ -218,6 +219,37 @@ def test_a_blob_copy_that_fails_names_the_source_and_uploads_nothing(answer: Ans
     url = f"{OTHER.base}/blobs/{digest}"
     assert message == "registry 127.0.0.1:5001 " + problem.format(digest=digest, url=url)
     assert [s.method for s in net.sent if s.method == "PUT"] == []
+
+
+def test_a_blob_is_copied_from_a_registry_that_takes_basic_credentials_on_every_request() -> None:
+    # an htpasswd registry (no token service): the streamed GET needs the credentials the HEAD had
+    data = b"layer"
+    wanted = "dTpw"  # u:p
+    net = Net().on(lambda sent: Answer(401, b"") if sent.basic != wanted and "5001" in sent.url else None)
+    net.on(lambda sent: Answer(200, b"") if sent.method == "HEAD" else None)
+    net.route("GET", f"{OTHER.base}/blobs/{digest_of(data)}", Answer(200, data))
+    net.on(lambda sent: Answer(201, b"") if sent.method == "PUT" else None)
+    dist = Distribution(net.http(Policy(retries=0, connect_retries=0, workers=1)), RegistryAuth("u", "p"))
+    assert dist.copy_blob(OTHER, REPO, {"digest": digest_of(data)}, f"{BASE}/blobs/uploads/s") == len(data)
+    assert [s.method for s in net.sent if "5001" in s.url] == ["HEAD", "GET"]
+
+
+def test_a_blob_copy_the_source_refuses_to_read_says_so_and_how_to_give_credentials() -> None:
+    digest = digest_of(b"layer")
+    net = Net().on(lambda sent: Answer(403, b"") if sent.method == "HEAD" else None)
+    assert refused(lambda: client(net).copy_blob(OTHER, REPO, {"digest": digest}, None)) == (
+        "registry 127.0.0.1:5001 refused to read mirror/torch (HTTP 403): give credentials with --registry-user / "
+        "TORCHYARD_REGISTRY_PASSWORD, or docker login 127.0.0.1:5001"
+    )
+    assert [s.method for s in net.sent] == ["HEAD"]
+
+
+def test_a_streamed_blob_arrives_in_reads_of_one_mebibyte() -> None:
+    data = b"y" * 3_000_000
+    _, dist = _copy(Answer(200, data), digest_of(data))
+    with dist.stream_blob(OTHER, digest_of(data)) as chunks:
+        sizes = [len(c) for c in chunks]
+    assert sizes == [1 << 20, 1 << 20, len(data) - 2 * (1 << 20)]
 
 
 def test_an_unreachable_registry_is_named() -> None:

@@ -11,13 +11,14 @@ from fake_engine import wall_off_the_engine
 from publish_kit import BOTH, REPO, TWO, PublishFakes, fakes_for, matrix_with
 from publish_kit import run_publish as run
 
-from builder.build.multiplatform import combined_hash
+from builder.build.multiplatform import IndexResult, combined_hash
 from builder.build.plan import make_plan
 from builder.core.errors import MatrixError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.publish.export import bake, github_matrix
 from builder.publish.items import expand
 from builder.publish.plan import plan_publish
+from builder.publish.run import NO_PUSH_INDEX, ItemResult, Report
 
 AMD64, ARM64 = "both/torch2.14.1-cu130-py3.11-debian12", "both/torch2.14.1-cu130-py3.11-debian12-arm64"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
@@ -201,3 +202,13 @@ def test_without_push_every_index_is_held_with_why_and_each_platform_is_tagged_h
         f"LOCAL {tag}: no --push, no index (each platform is tagged <tag>-<arch> here)" for tag in tags
     ]
     assert fakes.pushed() == [] and fakes.registry.written == []
+    # every image built and passed: a run that was asked not to push did what it was asked (exit 0, not 4)
+    assert all(i.status is Status.BUILT for i in report.items) and not report.failed
+
+
+def test_an_index_held_for_any_other_reason_fails_the_run_though_every_image_passed() -> None:
+    built = [ItemResult("a", Status.BUILT)]
+    refused = IndexResult(TAG, AliasStatus.HELD, reason="registry refused the index: 403")
+    assert Report(built, [], 0.0, indexes=[refused]).failed
+    assert not Report(built, [], 0.0, indexes=[IndexResult(TAG, AliasStatus.HELD, reason=NO_PUSH_INDEX)]).failed
+    assert not Report(built, [], 0.0, indexes=[IndexResult(TAG, AliasStatus.MOVED)]).failed

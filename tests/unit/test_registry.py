@@ -168,6 +168,16 @@ def test_parse_ref(text: str, expected: ImageRef) -> None:
     assert parse_ref(text) == expected
 
 
+def test_the_manifests_endpoint_is_asked_for_the_digest_else_the_tag_else_latest() -> None:
+    # docker's default tag: a reference without one reads the manifest "latest", as `docker pull` would
+    assert [parse_ref(t).reference for t in ("a/b", "a/b:v1", f"a/b:v1@{DIGEST}", f"a/b@{DIGEST}")] == [
+        "latest",
+        "v1",
+        DIGEST,
+        DIGEST,
+    ]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
