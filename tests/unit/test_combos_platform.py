@@ -37,3 +37,15 @@ def test_arm64_lists_its_own_wheel_tags_and_the_os_pythons() -> None:
         assert ids("linux/arm64", python) == [
             f"torch2.5.1-{v}-py{python}-debian12-arm64" for v in ("cu118", "cu124", "cpu")
         ]
+
+
+def test_a_combination_reports_torch_s_version_as_that_platform_s_wheel_does() -> None:
+    # torch.__version__ is what the smoke suite compares: the arm64 CPU wheel has no local part (2.5.1, not 2.5.1+cpu)
+    m = small(ARM64)
+    found = {c.id: c for p in ("linux/amd64", "linux/arm64") for c in enumerate_combinations(m, query(m, platform=p))}
+    assert found["torch2.5.1-cpu-py3.12-debian12"].local_version == "2.5.1+cpu"
+    assert found["torch2.5.1-cpu-py3.12-debian12-arm64"].local_version == "2.5.1"
+    assert found["torch2.5.1-cu124-py3.12-debian12"].local_version == "2.5.1+cu124"
+    # a variant without arm64 wheels is listed there (to be ruled out by its reason): no code for any GPU
+    no_wheels = found["torch2.5.1-cu124-py3.12-debian12-arm64"]
+    assert (no_wheels.build, no_wheels.sass, no_wheels.ptx) == (None, None, ())

@@ -4,6 +4,7 @@ with the digest; a copy between registries moves the bytes it was asked for, che
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 from pathlib import Path
@@ -15,7 +16,6 @@ from http_kit import Answer, Net, Sent, json_answer
 from registry_kit import MemoryRegistry, ScopedRegistry
 
 from builder.core.errors import PushError
-from builder.engine import RegistryAuth
 from builder.net.cache import DiskCache
 from builder.net.http import Policy
 from builder.oci import client as client_module
@@ -221,15 +221,19 @@ def test_a_blob_copy_that_fails_names_the_source_and_uploads_nothing(answer: Ans
     assert [s.method for s in net.sent if s.method == "PUT"] == []
 
 
-def test_a_blob_is_copied_from_a_registry_that_takes_basic_credentials_on_every_request() -> None:
-    # an htpasswd registry (no token service): the streamed GET needs the credentials the HEAD had
+def test_a_blob_is_copied_from_a_registry_that_takes_basic_credentials_on_every_request(tmp_path: Path) -> None:
+    # an htpasswd registry (no token service) the user did `docker login` to: the streamed GET needs the
+    # credentials of that registry, as the HEAD had
+    logins = {"auths": {OTHER.host: {"auth": base64.b64encode(b"u:p").decode()}}}
+    (tmp_path / "docker-config").mkdir()
+    (tmp_path / "docker-config" / "config.json").write_text(json.dumps(logins), encoding="utf-8")
     data = b"layer"
     wanted = "dTpw"  # u:p
     net = Net().on(lambda sent: Answer(401, b"") if sent.basic != wanted and "5001" in sent.url else None)
     net.on(lambda sent: Answer(200, b"") if sent.method == "HEAD" else None)
     net.route("GET", f"{OTHER.base}/blobs/{digest_of(data)}", Answer(200, data))
     net.on(lambda sent: Answer(201, b"") if sent.method == "PUT" else None)
-    dist = Distribution(net.http(Policy(retries=0, connect_retries=0, workers=1)), RegistryAuth("u", "p"))
+    dist = client(net)
     assert dist.copy_blob(OTHER, REPO, {"digest": digest_of(data)}, f"{BASE}/blobs/uploads/s") == len(data)
     assert [s.method for s in net.sent if "5001" in s.url] == ["HEAD", "GET"]
 

@@ -22,6 +22,7 @@ from publish_kit import run_publish as run
 from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
 from builder.core.kinds import Platform
+from builder.core.process import reset_cancel
 from builder.engine import RegistryAuth
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
@@ -50,8 +51,11 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fakes(tmp_path: Path) -> PublishFakes:
-    return fakes_for(SET, tmp_path)
+def fakes(tmp_path: Path) -> Iterator[PublishFakes]:
+    yield fakes_for(SET, tmp_path)
+    # a Ctrl-C test leaves the process-wide cancel flag set (the CLI exits then): a later build in this pytest
+    # process would stop "before tagging" (seen when mutmut's fast_first ran the tests in another order)
+    reset_cancel()
 
 
 def statuses(report: Report) -> dict[str, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +24,7 @@ from builder.build.gate import SecurityGate
 from builder.build.pipeline import BuildSettings
 from builder.core.errors import BuildError, Interrupted, TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
+from builder.core.process import reset_cancel
 from builder.engine import RegistryAuth
 from builder.publish.items import Excluded, expand
 from builder.publish.plan import plan_publish
@@ -40,8 +42,11 @@ def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def fakes(tmp_path: Path) -> PublishFakes:
-    return fakes_for(SET, tmp_path)
+def fakes(tmp_path: Path) -> Iterator[PublishFakes]:
+    yield fakes_for(SET, tmp_path)
+    # a Ctrl-C test leaves the process-wide cancel flag set (the CLI exits then): a later build in this pytest
+    # process would stop "before tagging" (seen when mutmut's fast_first ran the tests in another order)
+    reset_cancel()
 
 
 # --- run: what each group's build is given ------------------------------------------------------------------

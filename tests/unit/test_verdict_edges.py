@@ -5,7 +5,7 @@ mutmut on builder/resolve/verdict.py)."""
 from __future__ import annotations
 
 from builder.resolve.rules.check import Check, Missing, not_checked
-from builder.resolve.verdict import Answer, Verdict, verdict
+from builder.resolve.verdict import CANNOT_TELL_EXIT, Answer, Verdict, verdict
 
 PASS = Check("driver-cuda", True, "driver 550 runs CUDA 12.4 at full level", ("s",))
 FAIL = Check("arch-torch", False, "sm_37 has no runnable code", ("s",))
@@ -39,3 +39,16 @@ def test_an_unrecorded_fact_cannot_tell() -> None:
             "cudnn-cuda: no cuDNN range recorded (record it in matrix.toml, with its source)",
         ),
     )
+
+
+def test_each_answer_in_words_and_as_the_readme_s_exit_code() -> None:
+    other = not_checked("driver-gpu", "no GPU given", ("s",), Missing.INPUT, "a GPU of sm_80 or newer")
+    runs_with = verdict([OPEN, other])
+    assert runs_with.words == "RUNS WITH driver >= 525.60.13 and a GPU of sm_80 or newer"
+    assert [(v.words, v.exit_code) for v in (verdict([PASS]), runs_with, verdict([FAIL]), verdict([FACT]))] == [
+        ("RUNS", 0),
+        ("RUNS WITH driver >= 525.60.13 and a GPU of sm_80 or newer", 0),
+        ("WILL NOT RUN", 1),
+        ("CANNOT TELL", CANNOT_TELL_EXIT),
+    ]
+    assert all(type(v.exit_code) is int for v in (verdict([PASS]), runs_with))
