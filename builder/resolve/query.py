@@ -35,15 +35,6 @@ class Query:
     inference: bool = False  # about the inference image: the onnxruntime rule is asked too
     onnxruntime: Version | None = None  # --onnxruntime: this release, checked, instead of the newest that fits
 
-    @property
-    def arch(self) -> Arch | None:
-        """The first architecture (the one a single-GPU question is about)."""
-        return self.archs[0] if self.archs else None
-
-    @property
-    def gpu(self) -> Gpu | None:
-        return self.gpus[0] if self.gpus else None
-
 
 @dataclass(frozen=True, kw_only=True)
 class RawQuery:
