@@ -82,7 +82,7 @@ def _parts(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in version.split("."))
 
 
-def relative_error(torch: Any, found: Any, reference: Any) -> float:
+def relative_error(found: Any, reference: Any) -> float:
     """Largest absolute error over the reference's largest magnitude (a float64 CPU computation)."""
     found64 = found.detach().double().cpu()
     scale = reference.abs().max().item() or 1.0
@@ -127,7 +127,7 @@ def _matmul_error(torch: Any, index: int) -> float:
     device = f"cuda:{index}"
     out = a.float().to(device) @ b.float().to(device)
     torch.cuda.synchronize(index)
-    return relative_error(torch, out, a.float().double() @ b.float().double())
+    return relative_error(out, a.float().double() @ b.float().double())
 
 
 # Tolerances, relative to the reference's largest magnitude (fp32 has a 24-bit mantissa, TF32 a 11-bit one).
@@ -156,9 +156,9 @@ def cudnn_conv(ctx: Context) -> str:
         out = torch.nn.functional.conv2d(xg, wg, padding=1)
         out.square().mean().backward()
         errors = {
-            "output": relative_error(torch, out, reference.detach()),
-            "input grad": relative_error(torch, xg.grad, x.grad),
-            "weight grad": relative_error(torch, wg.grad, weight.grad),
+            "output": relative_error(out, reference.detach()),
+            "input grad": relative_error(xg.grad, x.grad),
+            "weight grad": relative_error(wg.grad, weight.grad),
         }
     worst = max(errors, key=lambda k: errors[k])
     if not errors[worst] < CONV_MAX:
@@ -185,7 +185,7 @@ def autocast_check(ctx: Context) -> str:
     for dtype in dtypes:
         with autocast(torch, "cuda", dtype):
             out = a.float().cuda() @ b.float().cuda()
-        error = relative_error(torch, out, reference)
+        error = relative_error(out, reference)
         if out.dtype != dtype or not error < 2e-2:
             raise Failed(f"autocast {dtype}: got {out.dtype}, relative error {error:.2e}")
         done.append(f"{str(dtype).split('.')[-1]} rel.err {error:.1e}")
@@ -207,7 +207,7 @@ def tf32(ctx: Context) -> str:
     with restored(torch):
         for on in (True, False):
             set_tf32(torch, on)
-            errors[on] = relative_error(torch, a.float().cuda() @ b.float().cuda(), reference)
+            errors[on] = relative_error(a.float().cuda() @ b.float().cuda(), reference)
     ctx.observed["tf32_errors"] = {"on": errors[True], "off": errors[False]}
     if not errors[False] < FP32_MAX:
         raise Failed(f"TF32 off: relative error {errors[False]:.2e}, above fp32's {FP32_MAX:g}")

@@ -14,8 +14,10 @@ folder is on PYTHONPATH, so it also takes effect in every process the suite star
 
 It proves control flow (API use, shapes, dtypes, pickling into spawned processes, restored settings), not
 numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
-can show that a check fails: conv_grad, tf32_ignored, gemm, sdpa, all_reduce, gpu:N (device N computes NaN),
-half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing);
+can show that a check fails: conv_grad, conv_out (a convolution's output 1 % off, its gradients right), tf32_ignored,
+tf32_stuck (TF32 with allow_tf32 off too), tf32_everywhere (TF32 below capability 8.0 too), tf32_wrong and fp32_wrong
+(fp32 products 5 % off with TF32, 1 % off without), gemm, sdpa, all_reduce,
+gpu:N (device N computes NaN), half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend, each all_reduce (bytes, simulated GPU), each matmul, convolution and copy_ (dtypes,

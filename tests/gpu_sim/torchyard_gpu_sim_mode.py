@@ -72,14 +72,25 @@ def mode_class(torch: Any) -> Any:
             STATE["gpu_ops"] += 1
             if func is torch.Tensor.to and out is args[0]:
                 out = out.view_as(out)
-            if func in matmuls and "gemm" in self.cfg["faults"] and isinstance(out, torch.Tensor):
-                out = out * 1.001
-            half = (torch.float16, torch.bfloat16)
-            if func in matmuls and "half_gemm" in self.cfg["faults"] and getattr(out, "dtype", None) in half:
-                out = out * 1.05
-            if func in convs and "conv_grad" in self.cfg["faults"]:
-                out = _BadGrad(torch).apply(out)
+            out = self._faulty(func, out)
             return out if any(out is a for a in args) else self._mark(out, source)
+
+        def _faulty(self, func: Any, out: Any) -> Any:
+            """A GPU op's result as the configured faults make it wrong."""
+            faults = self.cfg["faults"]
+            if func in matmuls and "gemm" in faults and isinstance(out, torch.Tensor):
+                out = out * 1.001
+            fp32 = func in matmuls and getattr(out, "dtype", None) == torch.float32
+            if fp32 and ("tf32_wrong" if self._tf32() else "fp32_wrong") in faults:
+                out = out * (1.05 if self._tf32() else 1.01)
+            half = (torch.float16, torch.bfloat16)
+            if func in matmuls and "half_gemm" in faults and getattr(out, "dtype", None) in half:
+                out = out * 1.05
+            if func in convs and "conv_grad" in faults:
+                out = _BadGrad(torch).apply(out)
+            if func in convs and "conv_out" in faults:
+                out = _BadOutput(torch).apply(out)
+            return out
 
         def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             """With "record", each matmul, convolution and copy_: dtypes, shapes, bytes, each tensor's GPU, TF32
@@ -117,10 +128,12 @@ def mode_class(torch: Any) -> Any:
             return torch.zeros(a.shape[0], b.shape[1], dtype=a.dtype)
 
         def _tf32(self) -> bool:
+            """TF32 rounding: asked for, on capability >= 8.0; the faults tf32_ignored (never), tf32_stuck (whether
+            asked or not) and tf32_everywhere (below 8.0 too)."""
             major = self.cfg["gpus"][0].get("capability", [9, 0])[0] if self.cfg["gpus"] else 0
-            return (
-                bool(torch.backends.cuda.matmul.allow_tf32) and major >= 8 and "tf32_ignored" not in self.cfg["faults"]
-            )
+            faults = self.cfg["faults"]
+            asked = bool(torch.backends.cuda.matmul.allow_tf32) or "tf32_stuck" in faults
+            return asked and (major >= 8 or "tf32_everywhere" in faults) and "tf32_ignored" not in faults
 
         def _rewrite(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[int | None, Any, Any]:
             found: list[int] = []
@@ -199,3 +212,18 @@ def _BadGrad(torch: Any) -> Any:
             return grad * 1.01
 
     return BadGrad
+
+
+def _BadOutput(torch: Any) -> Any:
+    """A convolution's output 1 % off, its gradients right: the backward undoes the forward's scale."""
+
+    class BadOutput(torch.autograd.Function):  # type: ignore[misc]
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            return x * 1.01
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return grad / 1.01
+
+    return BadOutput

@@ -129,10 +129,13 @@ from builder.smoke.expect import Expectations
 from builder.smoke.framework import Context
 from builder.smoke.runner import load_checks, run_one
 
+seen = []
+
 def kernel(step):
     def add_one(x):  # as a CUDA extension's kernel: a float32 tensor on the GPU, or it refuses
         if getattr(x, "_sim_gpu", None) is None or x.dtype != torch.float32:
             raise RuntimeError("expected a float32 CUDA tensor")
+        seen.append(list(x.shape))
         return x + step
     return add_one
 
@@ -143,6 +146,7 @@ said = {}
 for names in (("demo-ext", "demo-ext"), ("wrong-ext",)):
     result = run_one(check, Context(expect=Expectations(extensions=names), arch=None, require_gpu=True))
     said[names[0]] = [result.status, result.message]
+said["shapes"] = seen
 print(json.dumps(said))
 """
 
@@ -151,12 +155,17 @@ def test_an_extension_s_kernel_runs_on_a_float32_gpu_tensor_and_must_add_one(tmp
     said = json.loads(python_with_torch(EXTENSION, sim([H100]), tmp_path).strip().splitlines()[-1])
     assert said["demo-ext"] == ["passed", "demo-ext.add_one ok; demo-ext.add_one ok"]
     assert said["wrong-ext"] == ["failed", "wrong-ext.add_one gave a wrong answer on the GPU"]
+    assert said["shapes"] == [[1024]] * 3  # each self-test adds one to 1024 floats
 
 
 def test_a_gpu_before_ampere_has_no_tf32_and_no_native_bf16(tmp_path: Path) -> None:
     config = sim([T4])
     tf32 = check("gpu.tf32", config, tmp_path)
-    assert tf32["status"] == "passed" and tf32["message"].startswith("no TF32 on sm_75")
+    off = tf32["observed"]["tf32_errors"]["off"]
+    assert (tf32["status"], tf32["message"]) == (
+        "passed",
+        f"no TF32 on sm_75 (needs capability >= 8.0): fp32 error {off:.1e} both ways",
+    )
     autocast = check("gpu.autocast", config, tmp_path)
     assert autocast["status"] == "passed"
     assert "bf16 not native on sm_75" in autocast["message"] and autocast["observed"]["bf16_native"] is False
@@ -203,12 +212,67 @@ def test_the_cudnn_convolution_runs_in_fp32_without_tf32_with_benchmark_on(tmp_p
     assert convs == [([[8, 16, 32, 32], [32, 16, 3, 3]], ["torch.float32", "torch.float32"], False, True)]
 
 
+def test_tf32_multiplies_512_squares_on_gpu_0_with_tf32_on_then_off_and_reports_both_errors(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.tf32", sim([A100], record=str(record)), tmp_path)  # sm_80: the lowest capability with TF32
+    assert found["status"] == "passed", found["message"]
+    errors = found["observed"]["tf32_errors"]
+    assert list(errors) == ["on", "off"] and 5e-5 <= errors["on"] <= 1e-2 and errors["off"] < 1e-5
+    assert found["message"] == f"TF32 on: relative error {errors['on']:.1e}; off: {errors['off']:.1e}"
+    products = [p for p in _recorded(record) if p["op"] == "matmul" and p["gpus"] == [0, 0]]
+    assert [(p["shapes"], p["dtypes"], p["tf32"]) for p in products] == [
+        ([[512, 512], [512, 512]], ["torch.float32", "torch.float32"], tf32) for tf32 in (True, False)
+    ]
+
+
+IGNORED = "TF32 on: relative error {on:.2e}, outside TF32's [5e-05, 0.01] (TF32 was not used, or the result is wrong)"
+
+
+@pytest.mark.parametrize(
+    ("gpu", "fault", "expected"),
+    [
+        # TF32 asked for and not used: the error is fp32's
+        (A100, "tf32_ignored", IGNORED),
+        (A100, "tf32_wrong", IGNORED),  # TF32 used, its products 5 % off: TF32's error is the one named
+        # fp32 products 1 % off: the error named is that of TF32 off
+        (A100, "fp32_wrong", "TF32 off: relative error {off:.2e}, above fp32's 1e-05"),
+        # TF32 turned off and used all the same: every "fp32" product would be TF32's
+        (A100, "tf32_stuck", "TF32 off: relative error {off:.2e}, above fp32's 1e-05"),
+        # a GPU without TF32 that rounds to it anyway
+        (T4, "tf32_everywhere", "sm_75 has no TF32, yet TF32 on gave a relative error of {on:.2e}"),
+    ],
+)
+def test_tf32_fails_naming_the_error_that_is_wrong(
+    tmp_path: Path, gpu: dict[str, Any], fault: str, expected: str
+) -> None:
+    found = check("gpu.tf32", sim([gpu], faults=(fault,)), tmp_path)
+    errors = found["observed"]["tf32_errors"]
+    assert (found["status"], found["message"]) == ("failed", expected.format(**errors))
+
+
+def test_a_wrong_convolution_output_is_named_though_its_gradients_are_right(tmp_path: Path) -> None:
+    found = check("gpu.cudnn_conv", sim([H100], faults=("conv_out",)), tmp_path)
+    assert (found["status"], found["message"]) == (
+        "failed",
+        "cuDNN convolution output is wrong: relative error 1.00e-02 against a float64 CPU reference (tolerance 0.001)",
+    )
+
+
+def test_the_convolution_reports_each_error_it_compared(tmp_path: Path) -> None:
+    found = check("gpu.cudnn_conv", sim([H100]), tmp_path)
+    error = r"\d\.\de-\d\d"
+    expected = (
+        rf"cuDNN \d+ conv forward/backward \(fp32, TF32 off\): output {error}, input grad {error}, weight grad {error}"
+    )
+    assert re.fullmatch(expected, found["message"]), found["message"]
+
+
 def test_the_relative_error_of_a_zero_reference_is_the_absolute_error(tmp_path: Path) -> None:
     code = (
         "import torch\n"
         "from builder.smoke.checks_gpu import relative_error\n"
-        "print(relative_error(torch, torch.tensor([0.25, -0.5]), torch.zeros(2, dtype=torch.float64)))\n"
-        "print(relative_error(torch, torch.tensor([1.0, 3.0]), torch.tensor([1.0, 4.0], dtype=torch.float64)))\n"
+        "print(relative_error(torch.tensor([0.25, -0.5]), torch.zeros(2, dtype=torch.float64)))\n"
+        "print(relative_error(torch.tensor([1.0, 3.0]), torch.tensor([1.0, 4.0], dtype=torch.float64)))\n"
     )
     assert python_with_torch(code, sim([]), tmp_path).split() == ["0.5", "0.25"]
 
@@ -374,8 +438,34 @@ def test_the_profiler_finds_cupti_s_kernels_when_they_are_recorded(tmp_path: Pat
     found = check("gpu.profiler", sim([H100], cupti=True), tmp_path)
     assert found["status"] == "passed", found["message"]
     kernels = found["observed"]["profiler_gpu"]["kernels"]
-    assert kernels > 0 and found["message"].endswith(f"; {kernels} CUDA kernels (CUPTI), exported as Chrome JSON")
+    assert kernels > 0 and found["observed"]["profiler_gpu"] == {"kernels": kernels, "library": None}
+    assert re.fullmatch(
+        r"\d+ operators in the Chrome trace \(convolution forward and backward, optimizer step\); "
+        rf"{kernels} CUDA kernels \(CUPTI\), exported as Chrome JSON",
+        found["message"],
+    ), found["message"]
     assert not list(tmp_path.iterdir())  # the trace went to a private temporary folder, not the working directory
+
+
+CUPTI_LOADED = """
+import ctypes, json, os, shutil
+import torch
+from builder.smoke.expect import Expectations
+from builder.smoke.framework import Context
+from builder.smoke.runner import load_checks, run_one
+
+# a library named libcupti in this process (a copy of libm, which every Python has loaded), as torch loads CUPTI's
+libm = next(line.split()[-1] for line in open("/proc/self/maps") if "/libm." in line or "/libm-" in line)
+ctypes.CDLL(os.path.abspath(shutil.copy(libm, "libcupti.so.12")))
+ctx = Context(expect=Expectations(), arch=None, require_gpu=True)
+result = run_one({c.name: c for c in load_checks()}["gpu.profiler"], ctx)
+print(json.dumps([result.status, ctx.observed["profiler_gpu"]]))
+"""
+
+
+def test_the_profiler_reports_the_cupti_library_the_process_loaded(tmp_path: Path) -> None:
+    said = json.loads(python_with_torch(CUPTI_LOADED, sim([H100], cupti=True), tmp_path).strip().splitlines()[-1])
+    assert said[0] == "passed" and said[1]["library"] == str(tmp_path / "libcupti.so.12")
 
 
 def test_determinism_on_the_gpu_is_bitwise_and_its_cost_is_a_ratio_of_step_times(tmp_path: Path) -> None:

@@ -145,12 +145,19 @@ def test_devices_accepts_ptx_for_a_newer_gpu(install: Installer, tmp_path: Path,
 
 
 def test_a_gpu_with_an_unsupported_capability_fails_naming_gpu_and_arch(
-    install: Installer, tmp_path: Path, driver: list[str | None]
+    install: Installer, tmp_path: Path, driver: list[str | None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     install(FakeImage(gpus=(H200, B200), arch_list=("sm_80", "sm_86", "sm_90")))
     assert outcome("gpu.devices", context(tmp_path)) == (
         FAIL,
         "GPU 1 (NVIDIA B200, sm_100) has no code in this torch build (sm_80 sm_86 sm_90)",
+    )
+    # a build that reports no architecture at all (get_arch_list() empty, no libtorch_cuda.so to read) says so
+    install(FakeImage(gpus=(H200,), arch_list=()))
+    monkeypatch.setattr(sys.modules["torch"], "__file__", str(tmp_path / "torch" / "__init__.py"), raising=False)
+    assert outcome("gpu.devices", context(tmp_path)) == (
+        FAIL,
+        "GPU 0 (NVIDIA H200, sm_90) has no code in this torch build (no architectures found)",
     )
 
 
