@@ -24,16 +24,20 @@ SETTINGS = {
     "cudnn.deterministic": (torch.backends.cudnn, "deterministic", True),
 }
 
+THREADS = 3
+
 
 def main(argv: list[str]) -> int:
     name = argv[0]
     for holder, attr, value in SETTINGS.values():
         setattr(holder, attr, value)
+    torch.set_num_threads(THREADS)  # not torch's default either: a check that sets it must put it back
     expect = Expectations(source="flags", min_driver="580.65.06")
     ctx = Context(expect=expect, arch=None, require_gpu=True, small="--full" not in argv)
     result = run_one({c.name: c for c in load_checks()}[name], ctx)
-    after = {key: getattr(holder, attr) for key, (holder, attr, _) in SETTINGS.items()}
-    before = {key: value for key, (_, _, value) in SETTINGS.items()}
+    after: dict[str, object] = {key: getattr(holder, attr) for key, (holder, attr, _) in SETTINGS.items()}
+    before: dict[str, object] = {key: value for key, (_, _, value) in SETTINGS.items()}
+    after["threads"], before["threads"] = torch.get_num_threads(), THREADS
     report = {"status": result.status, "message": result.message, "observed": ctx.observed}
     print(json.dumps(dict(report, settings_before=before, settings_after=after), default=str))
     return 0

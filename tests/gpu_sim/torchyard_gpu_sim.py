@@ -69,7 +69,9 @@ def _patch(torch: Any) -> None:
         install(torch, config())
     if os.environ.get(torchyard_faults.ENV):
         torchyard_faults.install(torch)
-    torchyard_ort_sim.arm(bool(os.environ.get(ENV)), torchyard_faults.faults())
+    simulated = bool(os.environ.get(ENV))
+    cfg = config() if simulated else {}
+    torchyard_ort_sim.arm(simulated, torchyard_faults.faults(), (lambda entry: note(cfg, entry)) if simulated else None)
 
 
 def install(torch: Any, cfg: dict[str, Any]) -> None:

@@ -8,6 +8,7 @@ Like test_smoke_workflows_torch.py, these tests start processes (the suite, one 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,70 @@ def test_the_onnx_checks_failures_name_the_exporter_the_checker_and_the_shapes(t
     assert said["checker"] == ("onnx.checker rejects the exported model: " + "y" * 700)[:600]
     assert said["shape"] == "ONNX Runtime's output has shape [2, 3], eager torch's [3, 2]"
     assert said["at_tolerance"] == 0.5  # a difference of exactly the tolerance passes
+
+
+def _sessions(record: Path) -> list[object]:
+    return [e["providers"] for e in map(json.loads, record.read_text().splitlines()) if e.get("op") == "ort_session"]
+
+
+@needs_ort
+def test_onnx_cpu_asks_ort_for_its_cpu_provider_on_a_gpu_image_too_and_puts_the_threads_back(tmp_path: Path) -> None:
+    # onnxruntime-gpu would start a session without providers on CUDA (or, before 1.10, refuse to start one)
+    record = tmp_path / "record.jsonl"
+    found = check("onnx.cpu", sim([H100], record=str(record)), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert _sessions(record) == [["CPUExecutionProvider"]]
+    assert found["settings_after"] == found["settings_before"]  # the check runs torch on one thread, then restores
+    observed = found["observed"]["onnx_cpu"]
+    version = python_with_torch("import onnxruntime; print(onnxruntime.__version__)", sim([]), tmp_path).strip()
+    assert observed == {"onnxruntime": version, "max_difference": observed["max_difference"]}
+    assert found["message"] == (
+        f"torch.onnx.export of the small ResNet (eval), onnxruntime {version} CPU provider matches eager within "
+        f"{observed['max_difference']:.1e} (allowed 0.0001)"
+    )
+
+
+@needs_ort
+def test_gpu_onnx_asks_for_cuda_then_cpu_and_a_wrong_answer_names_the_cuda_provider(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    assert check("gpu.onnx", sim([H100], record=str(record)), tmp_path)["status"] == "passed"
+    assert _sessions(record) == [["CUDAExecutionProvider", "CPUExecutionProvider"]]
+    found = check("gpu.onnx", sim([H100], faults=("ort_perturbed",)), tmp_path)
+    assert found["status"] == "failed"
+    expected = r"ONNX Runtime \(CUDA provider\) differs from eager torch by 0\.01\d* \(allowed 0\.001\)"
+    assert re.fullmatch(expected, found["message"]), found["message"]
+
+
+NO_ORT = """
+import json, os, sys
+# an onnxruntime that cannot be imported, ahead of the real one: as in an image without it
+os.makedirs("hide/onnxruntime")
+with open("hide/onnxruntime/__init__.py", "w") as handle:
+    handle.write("raise ImportError('No module named onnxruntime')")
+sys.path.insert(0, os.path.abspath("hide"))
+from builder.smoke.expect import Expectations
+from builder.smoke.framework import Context
+from builder.smoke.runner import load_checks, run_one
+
+checks = {c.name: c for c in load_checks()}
+said = {}
+for flavor in ("runtime", "inference"):
+    ctx = Context(expect=Expectations(flavor=flavor), arch=None, require_gpu=True)
+    said[flavor] = [[r.status, r.message] for r in (run_one(checks[n], ctx) for n in ("onnx.cpu", "gpu.onnx"))]
+print(json.dumps(said))
+"""
+
+
+@needs_ort
+def test_without_onnxruntime_both_checks_skip_but_an_inference_image_fails(tmp_path: Path) -> None:
+    said = json.loads(python_with_torch(NO_ORT, sim([H100]), tmp_path).strip().splitlines()[-1])
+    skipped = ["skipped", "no onnxruntime (not an inference image)"]
+    failed = ["failed", "an inference image without a working onnxruntime: No module named onnxruntime"]
+    assert said == {"runtime": [skipped, skipped], "inference": [failed, failed]}
+
+
+@needs_ort
+def test_gpu_onnx_at_full_size_times_batches_of_32(tmp_path: Path) -> None:
+    found = check("gpu.onnx", sim([H100]), tmp_path, full=True)
+    assert found["status"] == "passed", found["message"]
+    assert "; per batch of 32: onnxruntime_cuda " in found["message"], found["message"]
