@@ -54,7 +54,7 @@ FAST_CPU = {"compile_threads": 1, "cpp_cache_precompile_headers": False}
 FAST_X86 = {"cpp.vec_isa_ok": True}
 
 
-def _fast_inductor(torch: Any) -> Any:
+def _fast_inductor() -> Any:
     """A context manager setting FAST_CPU (and FAST_X86) where this torch's Inductor has those settings."""
     try:
         from torch._inductor import config
@@ -108,7 +108,7 @@ def compile_cpu(ctx: Context) -> str:
     if compiler is None:
         raise Failed("no C++ compiler (g++) on PATH: torch.compile (Inductor) compiles C++ at run time")
     try:
-        with restored(torch), _fast_inductor(torch), _private_cache():  # the no-GPU checks share a worker
+        with restored(torch), _fast_inductor(), _private_cache():  # the no-GPU checks share a worker
             torch.set_num_threads(cpu_threads()[0])
             errors = _compare(torch, "cpu")
     except Exception as exc:  # Inductor's errors are long: the first line names the cause

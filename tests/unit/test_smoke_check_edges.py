@@ -370,14 +370,14 @@ def test_fast_inductor_sets_what_this_inductor_has(
         monkeypatch, compile_threads=8, cpp_cache_precompile_headers=True, **{"cpp.vec_isa_ok": None}
     )
     monkeypatch.setattr(platform, "machine", lambda: machine)
-    assert checks_compile._fast_inductor(None) == ("patch", expected)
+    assert checks_compile._fast_inductor() == ("patch", expected)
     assert patched == [expected]
 
 
 def test_fast_inductor_leaves_out_settings_an_older_inductor_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_inductor(monkeypatch, compile_threads=8, cpp=types.SimpleNamespace())  # no cpp.vec_isa_ok, no headers
     monkeypatch.setattr(platform, "machine", lambda: "x86_64")
-    assert checks_compile._fast_inductor(None) == ("patch", {"compile_threads": 1})
+    assert checks_compile._fast_inductor() == ("patch", {"compile_threads": 1})
 
 
 def test_determinism_needs_use_deterministic_algorithms(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -91,6 +91,13 @@ def test_gpu_onnx_times_per_batch_and_its_amp_run_is_fp16(tmp_path: Path) -> Non
     # every CUDA-event interval lasts 1 ms in the simulation: 1 ms over the small run's 3 batches
     assert timings["eager_fp32"] == pytest.approx(1.0 / 3) and timings["eager_amp_fp16"] == pytest.approx(1.0 / 3)
     assert timings["onnxruntime_cuda"] != pytest.approx(1.0 / 3)  # ORT returns host arrays: the host clock times it
+    observed = found["observed"]["onnx_gpu"]
+    providers, difference = ["CUDAExecutionProvider", "CPUExecutionProvider"], observed["max_difference"]
+    assert observed == {"providers": providers, "max_difference": difference, "ms_per_batch": timings}
+    assert found["message"] == (
+        f"CUDA provider first ({', '.join(providers)}); matches eager within {difference:.1e} (allowed 0.001); per "
+        f"batch of 4: onnxruntime_cuda {timings['onnxruntime_cuda']:.2f} ms, eager_fp32 0.33 ms, eager_amp_fp16 0.33 ms"
+    )
     products = [json.loads(line) for line in record.read_text().splitlines()]
     inputs = [p["dtypes"][0] for p in products if p["op"] == "matmul" and p["gpus"][0] is not None]
     # the classifier on the GPU: the comparison, then a warm-up and 3 timed batches in fp32, 1 + 3 under autocast

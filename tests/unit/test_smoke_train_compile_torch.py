@@ -5,9 +5,10 @@ compiled MLP differ from eager. Like test_gpu_sim.py, these tests start processe
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from sim_kit import cpu_suite, needs_torch
+from sim_kit import cpu_suite, needs_torch, python_with_torch, sim
 
 pytestmark = needs_torch
 
@@ -37,3 +38,41 @@ def test_each_fails_when_broken_convolutions_that_never_learn_and_a_wrong_compil
     assert checks["train.cpu"][1].startswith("loss went ")
     assert checks["train.cpu"][1].endswith("in 16 steps; expected below 50% of the start")
     assert checks["compile.cpu"][1].startswith("torch.compile on the CPU differs from eager: output ")
+
+
+COMPILER = """
+import json, shutil
+import torch
+from builder.smoke import checks_compile
+from builder.smoke.compat import cpu_threads
+from builder.smoke.expect import Expectations
+from builder.smoke.framework import Context
+from builder.smoke.runner import load_checks, run_one
+
+seen = []
+def compare(torch_, device):  # the compile itself is the other tests': here, what the check runs it with
+    seen.append(torch_.get_num_threads())
+    return 1e-6, 2e-6
+
+checks_compile._compare = compare
+check = {c.name: c for c in load_checks()}["compile.cpu"]
+ctx = Context(expect=Expectations(), arch=None, require_gpu=False)
+torch.set_num_threads(3)
+said = {}
+for present in (("g++", "c++"), ("c++",), ()):
+    shutil.which = lambda name, present=present: "/bin/" + name if name in present else None
+    result = run_one(check, ctx)
+    said[" ".join(present) or "none"] = [result.status, result.message, torch.get_num_threads()]
+print(json.dumps({"said": said, "seen": seen, "threads": cpu_threads()[0]}))
+"""
+
+
+def test_compile_cpu_names_the_compiler_it_found_and_runs_on_the_container_s_cpus(tmp_path: Path) -> None:
+    found = json.loads(python_with_torch(COMPILER, sim([]), tmp_path).strip().splitlines()[-1])
+    verdict = "output 1.0e-06, gradients 2.0e-06 from eager"
+    assert found["said"] == {
+        "g++ c++": ["passed", f"Inductor (C++ with /bin/g++): {verdict}", 3],  # g++ first, as Inductor looks
+        "c++": ["passed", f"Inductor (C++ with /bin/c++): {verdict}", 3],
+        "none": ["failed", "no C++ compiler (g++) on PATH: torch.compile (Inductor) compiles C++ at run time", 3],
+    }
+    assert found["seen"] == [found["threads"]] * 2  # the container's CPUs while compiling; torch's 3 put back after
