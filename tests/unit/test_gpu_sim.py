@@ -179,7 +179,7 @@ def test_training_times_the_precisions_a_t4_has_and_restores_every_setting(tmp_p
     assert found["settings_after"] == found["settings_before"]
 
 
-@pytest.mark.parametrize("name", ["gpu.devices", "gpu.cudnn_conv", "gpu.tf32", "gpu.gemm"])
+@pytest.mark.parametrize("name", ["gpu.devices", "gpu.cudnn_conv", "gpu.tf32", "gpu.gemm", "profiler.cpu"])
 def test_checks_put_back_every_global_setting(tmp_path: Path, name: str) -> None:
     found = check(name, sim([H100]), tmp_path)
     assert found["status"] == "passed", found["message"]

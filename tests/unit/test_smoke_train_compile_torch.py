@@ -51,7 +51,7 @@ from builder.smoke.runner import load_checks, run_one
 
 seen = []
 def compare(torch_, device):  # the compile itself is the other tests': here, what the check runs it with
-    seen.append(torch_.get_num_threads())
+    seen.append([torch_.get_num_threads(), device])
     return 1e-6, 2e-6
 
 checks_compile._compare = compare
@@ -75,4 +75,5 @@ def test_compile_cpu_names_the_compiler_it_found_and_runs_on_the_container_s_cpu
         "c++": ["passed", f"Inductor (C++ with /bin/c++): {verdict}", 3],
         "none": ["failed", "no C++ compiler (g++) on PATH: torch.compile (Inductor) compiles C++ at run time", 3],
     }
-    assert found["seen"] == [found["threads"]] * 2  # the container's CPUs while compiling; torch's 3 put back after
+    # the CPU's MLP on the container's CPUs while compiling; torch's 3 threads put back after
+    assert found["seen"] == [[found["threads"], "cpu"]] * 2
