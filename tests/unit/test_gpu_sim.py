@@ -447,6 +447,13 @@ def test_the_profiler_finds_cupti_s_kernels_when_they_are_recorded(tmp_path: Pat
     assert not list(tmp_path.iterdir())  # the trace went to a private temporary folder, not the working directory
 
 
+def test_the_cpu_profiler_says_what_it_found_and_that_it_exported_the_trace(tmp_path: Path) -> None:
+    found = check("profiler.cpu", sim([]), tmp_path)
+    expected = r"\d+ operators in the Chrome trace \(convolution forward and backward, optimizer step\)"
+    expected += ", exported as Chrome JSON"
+    assert found["status"] == "passed" and re.fullmatch(expected, found["message"]), found["message"]
+
+
 CUPTI_LOADED = """
 import ctypes, json, os, shutil
 import torch
