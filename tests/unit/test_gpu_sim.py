@@ -515,6 +515,27 @@ def test_compile_on_the_gpu_fails_when_inductor_gets_a_nonlinearity_wrong(tmp_pa
     assert found["message"].startswith("torch.compile on the GPU differs from eager: output ")
 
 
+COMPILE_FAILS = """
+import json, torch
+from builder.smoke.expect import Expectations
+from builder.smoke.framework import Context
+from builder.smoke.runner import load_checks, run_one
+
+def broken(*args, **kwargs):
+    raise RuntimeError("Inductor could not find Python.h\\nsecond line of a long error")
+
+torch.compile = broken
+check = {c.name: c for c in load_checks()}["gpu.compile"]
+result = run_one(check, Context(expect=Expectations(), arch=None, require_gpu=True))
+print(json.dumps([result.status, result.message]))
+"""
+
+
+def test_a_gpu_compile_that_fails_says_so_in_its_first_line(tmp_path: Path) -> None:
+    said = json.loads(python_with_torch(COMPILE_FAILS, sim([H100]), tmp_path).strip().splitlines()[-1])
+    assert said == ["failed", "torch.compile on the GPU failed: RuntimeError: Inductor could not find Python.h"]
+
+
 def test_compile_on_the_gpu_compares_in_full_fp32_whatever_tf32_was(tmp_path: Path) -> None:
     # drive.py leaves TF32 on for matmuls before the check (as a user's code or NGC's TORCH_ALLOW_TF32_CUBLAS_OVERRIDE
     # may): on an sm_80+ GPU eager and compiled then differ by ~1e-4 (1.7e-4 on a simulated H100 before the check
@@ -525,3 +546,9 @@ def test_compile_on_the_gpu_compares_in_full_fp32_whatever_tf32_was(tmp_path: Pa
     matmuls = [json.loads(line) for line in (tmp_path / "record.jsonl").read_text().splitlines()]
     matmuls = [entry for entry in matmuls if entry.get("op") == "matmul"]
     assert matmuls and not any(entry["tf32"] for entry in matmuls)
+    # eager's layers are the GPU's MLP (32 -> 64 -> 64 -> 10, with biases) on GPU 0, not the CPU's
+    assert {(tuple(e["gpus"]), str(e["shapes"])) for e in matmuls} == {
+        ((0, 0, 0), "[[16, 32], [64, 32], [64]]"),
+        ((0, 0, 0), "[[16, 64], [64, 64], [64]]"),
+        ((0, 0, 0), "[[16, 64], [10, 64], [10]]"),
+    }
