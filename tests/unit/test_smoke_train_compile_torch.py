@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sim_kit import cpu_suite, needs_torch, python_with_torch, sim
+from sim_kit import H100, cpu_suite, needs_torch, python_with_torch, sim
 
 pytestmark = needs_torch
 
@@ -77,3 +77,34 @@ def test_compile_cpu_names_the_compiler_it_found_and_runs_on_the_container_s_cpu
     }
     # the CPU's MLP on the container's CPUs while compiling; torch's 3 threads put back after
     assert found["seen"] == [[found["threads"], "cpu"]] * 2
+
+
+LAYERS = """
+import json, torch
+from builder.smoke.checks_compile import _mlp
+
+def layers(device):
+    found = []
+    for layer in _mlp(torch, device):
+        if isinstance(layer, torch.nn.Linear):
+            found.append(["Linear", layer.in_features, layer.out_features, layer.bias is not None])
+        else:
+            found.append([type(layer).__name__])
+    return found
+
+print(json.dumps({"cpu": layers("cpu"), "cuda": layers("cuda")}))
+"""
+
+
+def test_compile_s_mlps_are_the_small_cpu_one_and_the_gpu_one_of_issue_11(tmp_path: Path) -> None:
+    found = json.loads(python_with_torch(LAYERS, sim([H100]), tmp_path).strip().splitlines()[-1])
+    # on the CPU one hidden layer without biases (issue 21): Inductor compiles one C++ kernel for its forward, one for
+    # its backward, each a compile of the check's time
+    assert found["cpu"] == [["Linear", 32, 32, False], ["Tanh"], ["Linear", 32, 10, False]]
+    assert found["cuda"] == [
+        ["Linear", 32, 64, True],
+        ["GELU"],
+        ["Linear", 64, 64, True],
+        ["Tanh"],
+        ["Linear", 64, 10, True],
+    ]
