@@ -330,6 +330,16 @@ def test_nccl_reduces_the_bytes_it_reports_on_each_rank_s_own_gpu(tmp_path: Path
     assert {(c["gpu"], c["device"]) for c in reduces} == {(0, 0), (1, 1)}  # rank r's tensors on GPU r, current
     sizes = sorted(c["all_reduce"] for c in reduces if c["device"] == 0)
     assert sizes == [4096] + [1 << 20] * 3  # the check's 1024 floats, the warm-up, the 2 timed reduces
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["collectives.jsonl"]  # rank 0's result: a private folder
+
+
+def test_nccl_at_full_size_reduces_64_mib_20_times(tmp_path: Path) -> None:
+    found = check("gpu.nccl", sim([H100, A100], event_seconds=0.001), tmp_path, full=True)
+    assert found["status"] == "passed", found["message"]
+    reported = found["observed"]["nccl_all_reduce"]
+    algbw = (64 << 20) * 20 / 0.001 / 1e9  # 20 timed reduces of 64 MiB in the simulation's fixed 1 ms
+    assert (reported["bytes"], reported["algbw_gbps"]) == (64 << 20, algbw)
+    assert found["message"].endswith(f"across 2 GPUs: correct; 64 MiB: bus bandwidth {algbw:.1f} GB/s")
 
 
 def test_nccl_on_one_gpu_reports_no_bus(tmp_path: Path) -> None:
