@@ -333,6 +333,15 @@ def test_nccl_reduces_the_bytes_it_reports_on_each_rank_s_own_gpu(tmp_path: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["collectives.jsonl"]  # rank 0's result: a private folder
 
 
+def test_nccl_on_a_slow_bus_passes_and_without_a_timing_fails(tmp_path: Path) -> None:
+    # 2 MiB in 1 s: 0.002 GB/s, slow but a bandwidth; a timing that is not a number (NaN) is none
+    found = check("gpu.nccl", sim([H100, A100], event_seconds=1.0), tmp_path)
+    assert found["status"] == "passed", found["message"]
+    assert found["message"] == "NCCL 2.27.3 all_reduce across 2 GPUs: correct; 1 MiB: bus bandwidth 0.0 GB/s"
+    found = check("gpu.nccl", sim([H100, A100], event_seconds=float("nan")), tmp_path)
+    assert (found["status"], found["message"]) == ("failed", "NCCL all_reduce across 2 GPUs measured no bandwidth")
+
+
 def test_nccl_at_full_size_reduces_64_mib_20_times(tmp_path: Path) -> None:
     found = check("gpu.nccl", sim([H100, A100], event_seconds=0.001), tmp_path, full=True)
     assert found["status"] == "passed", found["message"]
