@@ -338,8 +338,9 @@ def test_nccl_on_a_slow_bus_passes_and_without_a_timing_fails(tmp_path: Path) ->
     found = check("gpu.nccl", sim([H100, A100], event_seconds=1.0), tmp_path)
     assert found["status"] == "passed", found["message"]
     assert found["message"] == "NCCL 2.27.3 all_reduce across 2 GPUs: correct; 1 MiB: bus bandwidth 0.0 GB/s"
-    found = check("gpu.nccl", sim([H100, A100], event_seconds=float("nan")), tmp_path)
-    assert (found["status"], found["message"]) == ("failed", "NCCL all_reduce across 2 GPUs measured no bandwidth")
+    for endless in (float("nan"), float("inf")):  # an infinite time is a bandwidth of exactly 0
+        found = check("gpu.nccl", sim([H100, A100], event_seconds=endless), tmp_path)
+        assert (found["status"], found["message"]) == ("failed", "NCCL all_reduce across 2 GPUs measured no bandwidth")
 
 
 def test_nccl_at_full_size_reduces_64_mib_20_times(tmp_path: Path) -> None:
