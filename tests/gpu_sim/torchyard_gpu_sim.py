@@ -65,12 +65,12 @@ def arm() -> None:
 
 def _patch(torch: Any) -> None:
     """The simulated GPUs where TORCHYARD_GPU_SIM is set; the workflow checks' faults where theirs is."""
-    if os.environ.get(ENV):
-        install(torch, config())
-    if os.environ.get(torchyard_faults.ENV):
-        torchyard_faults.install(torch)
     simulated = bool(os.environ.get(ENV))
     cfg = config() if simulated else {}
+    if simulated:
+        install(torch, cfg)
+    if os.environ.get(torchyard_faults.ENV):
+        torchyard_faults.install(torch)
     torchyard_ort_sim.arm(simulated, torchyard_faults.faults(), (lambda entry: note(cfg, entry)) if simulated else None)
 
 

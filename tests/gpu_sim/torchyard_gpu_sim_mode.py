@@ -80,9 +80,10 @@ def mode_class(torch: Any) -> Any:
             faults = self.cfg["faults"]
             if func in matmuls and "gemm" in faults and isinstance(out, torch.Tensor):
                 out = out * 1.001
-            fp32 = func in matmuls and getattr(out, "dtype", None) == torch.float32
-            if fp32 and ("tf32_wrong" if self._tf32() else "fp32_wrong") in faults:
-                out = out * (1.05 if self._tf32() else 1.01)
+            if func in matmuls and getattr(out, "dtype", None) == torch.float32:
+                tf32 = self._tf32()
+                if ("tf32_wrong" if tf32 else "fp32_wrong") in faults:
+                    out = out * (1.05 if tf32 else 1.01)
             half = (torch.float16, torch.bfloat16)
             if func in matmuls and "half_gemm" in faults and getattr(out, "dtype", None) in half:
                 out = out * 1.05

@@ -20,6 +20,15 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Installer:
     return Installer(monkeypatch)
 
 
+def _failing_loader(monkeypatch: pytest.MonkeyPatch, modules: dict[str, Any], error: str) -> None:
+    """A DataLoader that raises RuntimeError(error), as torch's does when a worker dies."""
+
+    def loader(*args: object, **kwargs: object) -> object:
+        raise RuntimeError(error)
+
+    monkeypatch.setattr(modules["torch"], "utils", SimpleNamespace(data=SimpleNamespace(DataLoader=loader)))
+
+
 def test_a_dev_shm_of_dockers_default_64_mib_fails_naming_the_fix(
     install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -35,19 +44,16 @@ def test_a_dev_shm_of_dockers_default_64_mib_fails_naming_the_fix(
 def test_workers_running_out_of_shared_memory_fail_naming_the_fix(
     install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    modules = install(FakeImage())
-
-    def loader(*args: object, **kwargs: object) -> object:
-        raise RuntimeError("DataLoader worker (pid 42) is killed by signal: Bus error. It is possible that ...")
-
-    monkeypatch.setattr(modules["torch"], "utils", SimpleNamespace(data=SimpleNamespace(DataLoader=loader)))
+    _failing_loader(
+        monkeypatch,
+        install(FakeImage()),
+        "DataLoader worker (pid 42) is killed by signal: Bus error. It is possible that ...",
+    )
     status, message = outcome("dataloader", context(tmp_path))
     assert status == FAIL and "ran out of shared memory" in message and "--shm-size=2g (or --ipc=host)" in message
 
 
 def test_the_dataloader_pins_batches_when_a_gpu_is_there(install: Installer, tmp_path: Path) -> None:
-    from fake_torch import Gpu
-
     install(FakeImage(gpus=(Gpu(),)))
     status, message = outcome("dataloader", context(tmp_path))
     assert status == PASS and message.startswith("2 workers, 8 batches, pinned")
@@ -129,11 +135,8 @@ def test_the_dataloader_fails_on_unpinned_or_wrong_batches(
 def test_a_dataloader_error_that_is_not_about_shared_memory_is_not_blamed_on_it(
     install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    modules = install(FakeImage())
-
-    def loader(*args: object, **kwargs: object) -> object:
-        raise RuntimeError("DataLoader worker (pid 42) exited unexpectedly with exit code 1")
-
-    monkeypatch.setattr(modules["torch"], "utils", SimpleNamespace(data=SimpleNamespace(DataLoader=loader)))
+    _failing_loader(
+        monkeypatch, install(FakeImage()), "DataLoader worker (pid 42) exited unexpectedly with exit code 1"
+    )
     status, message = outcome("dataloader", context(tmp_path))
     assert "shared memory" not in message and "exited unexpectedly" in message, (status, message)
