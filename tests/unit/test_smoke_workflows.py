@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_torch import FakeImage, Installer
+from fake_torch import FakeImage, Gpu, Installer
 from smoke_kit import context, outcome
 
 from builder.smoke import checks_ddp, checks_determinism, checks_profiler, procs
@@ -132,6 +132,43 @@ def test_the_reports_of_ranks_that_finished_are_read(tmp_path: Path) -> None:
 )
 def test_ddp_steps_are_timed_on_1_2_4_and_every_gpu(gpus: int, counts: list[int]) -> None:
     assert checks_ddp.gpu_counts(gpus) == counts
+
+
+STEP_SECONDS = {1: 0.010, 2: 0.0125, 3: 0.015}  # a step on 1, 2 and 3 GPUs: images/s 6400, 10240, 12800 at 64
+
+
+@pytest.mark.parametrize(("small", "batch"), [(False, 64), (True, 8)])
+def test_gpu_ddp_times_every_gpu_count_and_names_the_scaling_at_all_of_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: bool, batch: int
+) -> None:
+    Installer(monkeypatch)(FakeImage(gpus=(Gpu(),) * 3))
+    monkeypatch.setattr(checks_ddp, "_distributed", lambda: None)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
+    launched: list[tuple[Any, ...]] = []
+
+    def launch(world: int, run: dict[str, Any], backend: str, device: str, budget: float) -> list[dict[str, Any]]:
+        launched.append((world, run, backend, device, budget))
+        return [rank(r, world=world, step_seconds=STEP_SECONDS[world] * batch / 64) for r in range(world)]
+
+    monkeypatch.setattr(checks_ddp, "launch", launch)
+    ctx = context(tmp_path)
+    ctx.small, ctx.timeout_scale = small, 2.0
+    status, message = outcome("gpu.ddp", ctx)
+    run = checks_ddp.SMALL_GPU_RUN if small else checks_ddp.GPU_RUN
+    # the check's 600 s, scaled by 2, 70 % of it for the runs, shared by the 3 GPU counts
+    assert launched == [(n, run, "nccl", "cuda", pytest.approx(280.0)) for n in (1, 2, 3)]
+    assert (status, message) == (
+        "passed",
+        "NCCL DDP (python -m torch.distributed.run): parameters bit-identical on every rank, gradients averaged, "
+        f"loss fell; step time (batch {batch} per GPU): 1 GPU {10 * batch / 64:.1f} ms, 2 GPUs {12.5 * batch / 64:.1f}"
+        f" ms, 3 GPUs {15 * batch / 64:.1f} ms; scaling at 3: 0.67",
+    )
+    observed = ctx.observed["ddp_gpu"]
+    assert observed["batch_per_gpu"] == batch
+    assert observed["images_per_second"] == pytest.approx({"1": 6400.0, "2": 10240.0, "3": 12800.0})
+    assert observed["scaling_efficiency"] == pytest.approx({"1": 1.0, "2": 0.8, "3": 12800 / 19200})
+    assert observed["step_seconds"] == {str(n): STEP_SECONDS[n] * batch / 64 for n in (1, 2, 3)}
+    assert [observed["runs"][n]["world"] for n in ("1", "2", "3")] == [1, 2, 3]
 
 
 def test_torchrun_beside_the_interpreter_else_the_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
