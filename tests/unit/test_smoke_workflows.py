@@ -230,6 +230,77 @@ def test_a_run_that_hangs_or_crashes_fails_with_its_words(tmp_path: Path) -> Non
     )
 
 
+def _determinism(monkeypatch: pytest.MonkeyPatch, image: FakeImage, found: list[dict[str, Any]]) -> list[Any]:
+    """The fake torch with use_deterministic_algorithms, and `runs` answering `found`: what it was asked."""
+    modules = Installer(monkeypatch)(image)
+    monkeypatch.setattr(modules["torch"], "use_deterministic_algorithms", lambda on: None, raising=False)
+    asked: list[Any] = []
+
+    def runs(configs: list[dict[str, Any]], budget: float, together: bool) -> list[dict[str, Any]]:
+        asked.append((configs, budget, together))
+        return found
+
+    monkeypatch.setattr(checks_determinism, "runs", runs)
+    return asked
+
+
+@pytest.mark.parametrize(("cpus", "threads"), [(1, 1), (5, 2)])
+def test_determinism_cpu_runs_two_processes_at_once_sharing_the_cpus(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cpus: int, threads: int
+) -> None:
+    asked = _determinism(monkeypatch, FakeImage(), [run(weights="abcdef0123456789"), run(weights="abcdef0123456789")])
+    monkeypatch.setattr(checks_determinism, "cpu_threads", lambda: (cpus, "test"))
+    ctx = context(tmp_path)
+    ctx.timeout_scale = 2.0
+    assert outcome("determinism.cpu", ctx) == (
+        "passed",
+        f"2 fresh processes, seed 0, {threads} thread(s) each: losses and weights bitwise equal over 3 steps "
+        "(loss 2.5000 -> 1.8000)",
+    )
+    config = dict(checks_determinism.CPU_RUN, device="cpu", deterministic=True, threads=threads)
+    assert asked == [([config, config], pytest.approx(120 * 2.0 * 0.7), True)]
+    assert asked[0][0][0] is not asked[0][0][1]  # each run is told its own report file
+    assert ctx.observed["determinism_cpu"] == {"steps": 3, "weights": "abcdef0123456789", "threads": threads}
+
+
+@pytest.mark.parametrize("small", [False, True])
+def test_gpu_determinism_runs_two_deterministic_runs_and_a_default_one_after_another(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: bool
+) -> None:
+    workspace = {"cublas_workspace": ":4096:8"}
+    found = [run(step_seconds=0.03, **workspace), run(step_seconds=0.05, **workspace), run(step_seconds=0.02)]
+    asked = _determinism(monkeypatch, FakeImage(gpus=(Gpu(),)), found)
+    ctx = context(tmp_path)
+    ctx.small, ctx.timeout_scale = small, 2.0
+    assert outcome("gpu.determinism", ctx) == (
+        "passed",
+        "2 fresh processes, seed 0, CUBLAS_WORKSPACE_CONFIG=:4096:8: losses and weights bitwise equal over 3 steps "
+        "(loss 2.5000 -> 1.8000); a step takes 1.50x torch's default (non-deterministic) time",
+    )
+    base = dict(checks_determinism.SMALL_GPU_RUN if small else checks_determinism.GPU_RUN, device="cuda", threads=1)
+    configs = [dict(base, deterministic=True), dict(base, deterministic=True), dict(base, deterministic=False)]
+    assert asked == [(configs, pytest.approx(300 * 2.0 * 0.7), False)]
+    assert ctx.observed["determinism_gpu"] == {
+        "steps": 3,
+        "batch": 8 if small else 64,
+        "cublas_workspace_config": ":4096:8",
+        "step_seconds_deterministic": 0.03,
+        "step_seconds_default": 0.02,
+        "cost": pytest.approx(1.5),
+    }
+
+
+def test_gpu_determinism_fails_when_the_cublas_setting_did_not_reach_the_first_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    found = [run(cublas_workspace=None), run(cublas_workspace=":4096:8"), run(cublas_workspace=":4096:8")]
+    _determinism(monkeypatch, FakeImage(gpus=(Gpu(),)), found)
+    assert outcome("gpu.determinism", context(tmp_path)) == (
+        FAIL,
+        "CUBLAS_WORKSPACE_CONFIG did not reach the run: cuBLAS is not deterministic without it",
+    )
+
+
 # --- profiler ----------------------------------------------------------------------------------------
 
 STEP = [
