@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from fake_torch import Extension, FakeImage, FakeTrainer, Installer
-from fatbin_kit import container, ptx, sass, shared_library
+from fatbin_kit import ELF, Entry, container, entry, ptx, raw_container, sass, shared_library
 from smoke_kit import context, outcome, run
 
 from builder.smoke import checks_cpu
@@ -249,8 +249,8 @@ def test_import_extensions(install: Installer, tmp_path: Path) -> None:
 
 
 class FakeNvcc:
-    def __init__(self, release: str = "13.0", writes: int | None = None) -> None:
-        self.release, self.writes = release, writes
+    def __init__(self, release: str = "13.0", writes: int | None = None, code: bytes | None = None) -> None:
+        self.release, self.writes, self.code = release, writes, code  # code: the fatbin written, as it is
         self.argv: list[list[str]] = []
 
     def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
@@ -259,7 +259,7 @@ class FakeNvcc:
             out = f"Cuda compilation tools, release {self.release}, V{self.release}.88\nBuild cuda_{self.release}.r0\n"
             return subprocess.CompletedProcess(argv, 0, out, "")
         arch = int(argv[2].rpartition("=sm_")[2].rstrip("af"))
-        Path(argv[argv.index("-o") + 1]).write_bytes(container(*sass(self.writes or arch)))
+        Path(argv[argv.index("-o") + 1]).write_bytes(self.code or container(*sass(self.writes or arch)))
         return subprocess.CompletedProcess(argv, 0, "", "")
 
 
@@ -282,6 +282,45 @@ def test_nvcc_of_another_cuda_or_without_the_arch_fails(tmp_path: Path, monkeypa
     assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc is not CUDA 13.0: Build cuda_12.8.r0")
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(writes=86), flavor="devel", arch_list=["sm_90"])
     assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc compiled for sm_90 but the fatbin holds ['sm_86']")
+
+
+ARCH_SPECIFIC = 0x100000  # the entry flag of sm_90a-style code (builder/smoke/fatbin.py)
+SM_90A = raw_container(entry(Entry(ELF, 90), flags=ARCH_SPECIFIC))
+
+
+@pytest.mark.parametrize(
+    ("arch_list", "gencode", "code", "compiled"),
+    [
+        (["sm_90a"], "arch=compute_90,code=sm_90a", SM_90A, "sm_90a"),
+        (["sm_100f"], "arch=compute_100,code=sm_100f", container(*sass(100)), "sm_100f"),
+        ([], "arch=compute_75,code=sm_75", container(*sass(75)), "sm_75"),  # no target: the oldest CUDA 13 runs
+        (["sm_120", "sm_89"], "arch=compute_120,code=sm_120", container(*sass(120)), "sm_120"),  # the first target
+    ],
+)
+def test_nvcc_compiles_arch_specific_family_and_default_targets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, arch_list: list[str], gencode: str, code: bytes, compiled: str
+) -> None:
+    nvcc = FakeNvcc(code=code)
+    ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel", arch_list=arch_list)
+    assert outcome("devel.nvcc", ctx) == (PASS, f"Build cuda_13.0.r0; compiled a kernel for {compiled}")
+    assert nvcc.argv[0] == ["/usr/local/cuda/bin/nvcc", "--version"]
+    assert nvcc.argv[1][:3] == ["/usr/local/cuda/bin/nvcc", "-fatbin", f"-gencode={gencode}"]
+    assert ctx.observed["nvcc"] == "Build cuda_13.0.r0"
+
+
+def test_nvcc_for_sm_90a_needs_the_arch_specific_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(code=container(*sass(90))), flavor="devel", arch_list=["sm_90a"])
+    assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc compiled for sm_90a but the fatbin holds ['sm_90']")
+
+
+def test_nvcc_without_a_declared_cuda_is_not_held_to_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(release="12.8"), flavor="devel", cuda=None)
+    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_12.8.r0; compiled a kernel for sm_89")
+
+
+def test_nvcc_on_a_runtime_image_that_has_one_still_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(), flavor="runtime")
+    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_13.0.r0; compiled a kernel for sm_89")
 
 
 def test_nvcc_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
