@@ -134,6 +134,28 @@ def test_ddp_steps_are_timed_on_1_2_4_and_every_gpu(gpus: int, counts: list[int]
     assert checks_ddp.gpu_counts(gpus) == counts
 
 
+def test_ddp_cpu_launches_two_gloo_ranks_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    Installer(monkeypatch)(FakeImage())
+    monkeypatch.setattr(checks_ddp, "_distributed", lambda: None)
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
+    launched: list[tuple[Any, ...]] = []
+
+    def launch(world: int, run: dict[str, Any], backend: str, device: str, budget: float) -> list[dict[str, Any]]:
+        launched.append((world, run, backend, device, budget))
+        return [rank(0), rank(1)]
+
+    monkeypatch.setattr(checks_ddp, "launch", launch)
+    ctx = context(tmp_path)
+    ctx.timeout_scale = 2.0
+    assert outcome("ddp.cpu", ctx) == (
+        "passed",
+        "2 ranks (gloo, python -m torch.distributed.run): parameters bit-identical after 4 steps, from 2 different "
+        "starts; gradient = the ranks' mean (0e+00); loss 2.700 -> 1.900",
+    )
+    assert launched == [(2, checks_ddp.CPU_RUN, "gloo", "cpu", pytest.approx(120 * 2.0 * 0.7))]
+    assert ctx.observed["ddp_cpu"]["world"] == 2
+
+
 STEP_SECONDS = {1: 0.010, 2: 0.0125, 3: 0.015}  # a step on 1, 2 and 3 GPUs: images/s 6400, 10240, 12800 at 64
 
 
