@@ -268,27 +268,41 @@ def nvcc(ctx: Context) -> str:
         raise Skipped("not a devel image (no nvcc)")
     if compiler is None:
         raise Failed("devel image without nvcc on PATH")
-    release = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
+    release = _nvcc([compiler, "--version"], "to say its version")
     ctx.observed["nvcc"] = release.strip().splitlines()[-1]
     if ctx.expect.cuda and f"release {ctx.expect.cuda}," not in release:
         raise Failed(f"nvcc is not CUDA {ctx.expect.cuda}: {ctx.observed['nvcc']}")
-    wanted = list(targets(ctx))[:1] or ["sm_75"]
-    number = wanted[0][len("sm_") :] if wanted[0].startswith("sm_") else wanted[0]
+    number = _nvcc_target(ctx)
     with tempfile.TemporaryDirectory() as tmp:
         source, out = os.path.join(tmp, "k.cu"), os.path.join(tmp, "k.fatbin")
         with open(source, "w", encoding="utf-8") as handle:
             handle.write(_KERNEL)
-        subprocess.run(
-            [compiler, "-fatbin", f"-gencode=arch=compute_{number.rstrip('af')},code=sm_{number}", "-o", out, source],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        gencode = f"-gencode=arch=compute_{number.rstrip('af')},code=sm_{number}"
+        _nvcc([compiler, "-fatbin", gencode, "-o", out, source], f"to compile a kernel for sm_{number}")
         sass, _ = code_list(out).names()
     expected = f"sm_{number}" if number.endswith("a") else f"sm_{number.rstrip('f')}"
     if expected not in sass:
         raise Failed(f"nvcc compiled for sm_{number} but the fatbin holds {sass}")
     return f"{ctx.observed['nvcc']}; compiled a kernel for sm_{number}"
+
+
+def _nvcc_target(ctx: Context) -> str:
+    """The number devel.nvcc compiles for ("89", "90a", "100f"): the first target, else sm_75, the oldest
+    architecture CUDA 13 compiles for. A target that is no architecture name fails here, never reaches nvcc."""
+    wanted = targets(ctx)
+    target = wanted[0] if wanted else "sm_75"
+    if arch_key(target) is None:
+        raise Failed(f"{target!r} is not an architecture name like sm_89")
+    return target.partition("_")[2]
+
+
+def _nvcc(argv: list[str], doing: str) -> str:
+    """nvcc's standard output; Failed with the last line it printed when it exits non-zero."""
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip()).splitlines()
+        raise Failed(f"nvcc failed {doing} (exit code {done.returncode}): {said[-1] if said else 'it printed nothing'}")
+    return done.stdout
 
 
 # Sized to prove the property and no more (issue 21): the network at half width fits 8 images of 16x16 in 16 steps

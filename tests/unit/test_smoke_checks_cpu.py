@@ -7,8 +7,7 @@ makes of its result; the real training run is left to the integration tier (docs
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -248,40 +247,136 @@ def test_import_extensions(install: Installer, tmp_path: Path) -> None:
 # --- devel.nvcc: shutil.which and subprocess.run replaced, so no compiler runs ----------------------
 
 
-class FakeNvcc:
-    def __init__(self, release: str = "13.0", writes: int | None = None, code: bytes | None = None) -> None:
-        self.release, self.writes, self.code = release, writes, code  # code: the fatbin written, as it is
-        self.argv: list[list[str]] = []
+# A real program on PATH, started by the check as it starts nvcc: what it is asked (argv, the kernel's source) is
+# recorded, and it answers as CUDA 13.0's nvcc does (--version's five lines; a fat binary for -fatbin).
+NVCC = """#!{python}
+import json, os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, {kit!r})
+from fatbin_kit import container, sass
+with open(os.path.join(here, "nvcc.json")) as handle:
+    conf = json.load(handle)
+source = open(sys.argv[-1]).read() if sys.argv[-1].endswith(".cu") and os.path.exists(sys.argv[-1]) else None
+with open(os.path.join(here, "calls.jsonl"), "a") as handle:
+    handle.write(json.dumps({{"argv": sys.argv, "source": source}}) + "\\n")
+release = conf["release"]
+if sys.argv[1] == "--version":
+    if conf["version_fails"]:
+        sys.stderr.write("nvcc fatal   : Could not open output file\\n")
+        sys.exit(1)
+    print("nvcc: NVIDIA (R) Cuda compiler driver\\nCopyright (c) 2005-2025 NVIDIA Corporation")
+    print(f"Built on Wed_Aug_20_01:58:59_PM_PDT_2025\\nCuda compilation tools, release {{release}}, V{{release}}.88")
+    print(f"Build cuda_{{release}}.r{{release}}/compiler.36424714_0")
+    sys.exit(0)
+if conf["compile_fails"]:
+    print("k.cu")  # stdout has a line too: the error is on stderr
+    sys.stderr.write("nvcc warning : a warning first\\n" + conf["compile_fails"] + "\\n")
+    sys.exit(2)
+arch = int(sys.argv[2].rpartition("=sm_")[2].rstrip("af"))
+code = bytes.fromhex(conf["code"]) if conf["code"] else container(*sass(conf["writes"] or arch))
+with open(sys.argv[sys.argv.index("-o") + 1], "wb") as handle:
+    handle.write(code)
+"""
+BUILT = "Build cuda_13.0.r13.0/compiler.36424714_0"
 
-    def __call__(self, argv: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        self.argv.append(argv)
-        if argv[1] == "--version":
-            out = f"Cuda compilation tools, release {self.release}, V{self.release}.88\nBuild cuda_{self.release}.r0\n"
-            return subprocess.CompletedProcess(argv, 0, out, "")
-        arch = int(argv[2].rpartition("=sm_")[2].rstrip("af"))
-        Path(argv[argv.index("-o") + 1]).write_bytes(self.code or container(*sass(self.writes or arch)))
-        return subprocess.CompletedProcess(argv, 0, "", "")
+
+class FakeNvcc:
+    def __init__(
+        self,
+        release: str = "13.0",
+        writes: int | None = None,
+        code: bytes | None = None,
+        compile_fails: str = "",
+        version_fails: bool = False,
+    ) -> None:
+        self.conf = {
+            "release": release,
+            "writes": writes,
+            "code": code.hex() if code else None,  # the fatbin written, as it is
+            "compile_fails": compile_fails,  # the error line it prints, exiting 2
+            "version_fails": version_fails,
+        }
+        self.folder: Path | None = None
+
+    def install(self, folder: Path) -> str:
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "nvcc.json").write_text(json.dumps(self.conf))
+        program = folder / "nvcc"
+        program.write_text(NVCC.format(python=sys.executable, kit=str(Path(__file__).parent)))
+        program.chmod(0o755)
+        return str(program)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        assert self.folder is not None
+        log = self.folder / "calls.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    @property
+    def argv(self) -> list[list[str]]:
+        return [call["argv"] for call in self.calls]
 
 
 def nvcc_ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, nvcc: FakeNvcc | None, **changes: Any) -> Context:
-    monkeypatch.setattr(shutil, "which", lambda name: "/usr/local/cuda/bin/nvcc" if nvcc else None)
+    """nvcc (or none) alone on PATH; a Context expecting manifest(**changes)."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
     if nvcc is not None:
-        monkeypatch.setattr(subprocess, "run", nvcc)
+        nvcc.install(folder)
+    monkeypatch.setenv("PATH", str(folder))
     return context(tmp_path, **changes)
 
 
 def test_nvcc_compiles_for_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     nvcc = FakeNvcc()
     ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel")
-    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_13.0.r0; compiled a kernel for sm_89")
-    assert nvcc.argv[1][1:3] == ["-fatbin", "-gencode=arch=compute_89,code=sm_89"]
+    assert outcome("devel.nvcc", ctx) == (PASS, f"{BUILT}; compiled a kernel for sm_89")
+    program = str(tmp_path / "bin" / "nvcc")
+    assert nvcc.argv[0] == [program, "--version"]
+    compiled = nvcc.calls[1]
+    assert compiled["argv"][:4] == [program, "-fatbin", "-gencode=arch=compute_89,code=sm_89", "-o"]
+    assert compiled["argv"][4].endswith("/k.fatbin") and compiled["argv"][5].endswith("/k.cu")
+    assert Path(compiled["argv"][4]).parent == Path(compiled["argv"][5]).parent != Path.cwd()  # a private folder
+    assert compiled["source"] == checks_cpu._KERNEL
+    assert not Path(compiled["argv"][4]).parent.exists()  # and it is removed
 
 
 def test_nvcc_of_another_cuda_or_without_the_arch_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(release="12.8"), flavor="devel")
-    assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc is not CUDA 13.0: Build cuda_12.8.r0")
+    assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc is not CUDA 13.0: Build cuda_12.8.r12.8/compiler.36424714_0")
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(writes=86), flavor="devel", arch_list=["sm_90"])
     assert outcome("devel.nvcc", ctx) == (FAIL, "nvcc compiled for sm_90 but the fatbin holds ['sm_86']")
+
+
+def test_nvcc_that_fails_is_a_failure_with_its_last_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    error = 'k.cu(1): error: identifier "threadIdx" is undefined'
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(compile_fails=error), flavor="devel")
+    assert outcome("devel.nvcc", ctx) == (FAIL, f"nvcc failed to compile a kernel for sm_89 (exit code 2): {error}")
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(version_fails=True), flavor="devel")
+    assert outcome("devel.nvcc", ctx) == (
+        FAIL,
+        "nvcc failed to say its version (exit code 1): nvcc fatal   : Could not open output file",
+    )
+
+
+@pytest.mark.parametrize("target", ["sm89", "89; rm -rf /", "sm_"])
+def test_nvcc_refuses_a_target_that_is_no_architecture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str
+) -> None:
+    nvcc = FakeNvcc()
+    ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel")
+    ctx.arch = target
+    assert outcome("devel.nvcc", ctx) == (FAIL, f"{target!r} is not an architecture name like sm_89")
+    assert nvcc.argv == [[str(tmp_path / "bin" / "nvcc"), "--version"]]  # it never reached the compiler
+
+
+def test_nvcc_compiles_for_a_ptx_target_s_architecture(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    nvcc = FakeNvcc()
+    ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel")
+    ctx.arch = "compute_89"
+    assert outcome("devel.nvcc", ctx) == (PASS, f"{BUILT}; compiled a kernel for sm_89")
+    assert nvcc.argv[1][2] == "-gencode=arch=compute_89,code=sm_89"
 
 
 ARCH_SPECIFIC = 0x100000  # the entry flag of sm_90a-style code (builder/smoke/fatbin.py)
@@ -302,10 +397,9 @@ def test_nvcc_compiles_arch_specific_family_and_default_targets(
 ) -> None:
     nvcc = FakeNvcc(code=code)
     ctx = nvcc_ctx(tmp_path, monkeypatch, nvcc, flavor="devel", arch_list=arch_list)
-    assert outcome("devel.nvcc", ctx) == (PASS, f"Build cuda_13.0.r0; compiled a kernel for {compiled}")
-    assert nvcc.argv[0] == ["/usr/local/cuda/bin/nvcc", "--version"]
-    assert nvcc.argv[1][:3] == ["/usr/local/cuda/bin/nvcc", "-fatbin", f"-gencode={gencode}"]
-    assert ctx.observed["nvcc"] == "Build cuda_13.0.r0"
+    assert outcome("devel.nvcc", ctx) == (PASS, f"{BUILT}; compiled a kernel for {compiled}")
+    assert nvcc.argv[1][1:3] == ["-fatbin", f"-gencode={gencode}"]
+    assert ctx.observed["nvcc"] == BUILT
 
 
 def test_nvcc_for_sm_90a_needs_the_arch_specific_code(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,12 +409,15 @@ def test_nvcc_for_sm_90a_needs_the_arch_specific_code(tmp_path: Path, monkeypatc
 
 def test_nvcc_without_a_declared_cuda_is_not_held_to_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(release="12.8"), flavor="devel", cuda=None)
-    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_12.8.r0; compiled a kernel for sm_89")
+    assert outcome("devel.nvcc", ctx) == (
+        PASS,
+        "Build cuda_12.8.r12.8/compiler.36424714_0; compiled a kernel for sm_89",
+    )
 
 
 def test_nvcc_on_a_runtime_image_that_has_one_still_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(), flavor="runtime")
-    assert outcome("devel.nvcc", ctx) == (PASS, "Build cuda_13.0.r0; compiled a kernel for sm_89")
+    assert outcome("devel.nvcc", ctx) == (PASS, f"{BUILT}; compiled a kernel for sm_89")
 
 
 def test_nvcc_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
