@@ -17,6 +17,7 @@ Standard library only, and nothing from builder: the worker imports this module 
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -60,9 +61,9 @@ class FakeImage:
     bf16: bool = True
     torchvision: str = "0.29.1+cu130"
     torchvision_dir: str = ""  # where torchvision/__init__.py "is" (put a synthetic _C.so there)
-    nms_keep: tuple[int, ...] = (0, 2)
+    nms_keep: tuple[int, ...] | None = None  # what nms returns whatever it is given; None: it computes
     torchaudio: str = "2.11.1+cu132"
-    amplitude_db: tuple[float, ...] = (0.0, 10.0, 20.0)
+    amplitude_db: tuple[float, ...] | None = None  # what amplitude_to_DB returns; None: it computes
     extensions: tuple[Extension, ...] = ()
     hang_on_import: tuple[str, ...] = ()  # module names whose import sleeps for an hour
     crash_on_import: tuple[tuple[str, Crash], ...] = ()  # (module, how): os._exit(3) or SIGSEGV
@@ -231,13 +232,39 @@ def build_torch(image: FakeImage) -> dict[str, ModuleType]:
         float16="float16",
         bfloat16="bfloat16",
         set_num_threads=threads.append,
+        get_num_threads=lambda: threads[-1] if threads else 4,  # 4 until a check sets another
         num_threads_set=threads,  # what set_num_threads was given, for the tests
     )
     return {"torch": torch, "torch.version": version, "torch.backends": backends, "torch.cuda": cuda}
 
 
+def _iou(a: Sequence[float], b: Sequence[float]) -> float:
+    width = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    height = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = width * height
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def _nms(boxes: Tensor, scores: Tensor, threshold: float) -> Tensor:
+    """torchvision.ops.nms's answer: by falling score, each box not overlapping a kept one by IoU > threshold."""
+    order = sorted(range(len(boxes.values)), key=lambda i: -scores.values[i])
+    keep: list[int] = []
+    for i in order:
+        if all(_iou(boxes.values[i], boxes.values[k]) <= threshold for k in keep):
+            keep.append(i)
+    return Tensor(keep, "int64")
+
+
+def _amplitude_to_db(x: Tensor, multiplier: float, amin: float, db_multiplier: float) -> Tensor:
+    """torchaudio.functional.amplitude_to_DB without top_db: multiplier * log10(max(x, amin)) - multiplier * db."""
+    return Tensor([multiplier * math.log10(max(v, amin)) - multiplier * db_multiplier for v in x.values])
+
+
 def build_torchvision(image: FakeImage) -> dict[str, ModuleType]:
-    ops = _module("torchvision.ops", nms=lambda boxes, scores, threshold: Tensor(list(image.nms_keep), "int64"))
+    def nms(boxes: Tensor, scores: Tensor, threshold: float) -> Tensor:
+        return _nms(boxes, scores, threshold) if image.nms_keep is None else Tensor(list(image.nms_keep), "int64")
+
+    ops = _module("torchvision.ops", nms=nms)
     file = os.path.join(image.torchvision_dir or "/nonexistent/torchvision", "__init__.py")
     return {"torchvision": _module("torchvision", file, __version__=image.torchvision, ops=ops), "torchvision.ops": ops}
 
@@ -245,7 +272,11 @@ def build_torchvision(image: FakeImage) -> dict[str, ModuleType]:
 def build_torchaudio(image: FakeImage) -> dict[str, ModuleType]:
     functional = _module(
         "torchaudio.functional",
-        amplitude_to_DB=lambda x, multiplier, amin, db_multiplier: Tensor(list(image.amplitude_db)),
+        amplitude_to_DB=lambda x, multiplier, amin, db_multiplier: (
+            _amplitude_to_db(x, multiplier, amin, db_multiplier)
+            if image.amplitude_db is None
+            else Tensor(list(image.amplitude_db))
+        ),
     )
     torchaudio = _module("torchaudio", __version__=image.torchaudio, functional=functional)
     return {"torchaudio": torchaudio, "torchaudio.functional": functional}

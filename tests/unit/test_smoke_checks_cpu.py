@@ -109,6 +109,8 @@ def test_arch_torch_names_its_verdict(install: Installer, tmp_path: Path) -> Non
     ctx = context(tmp_path, arch_list=["sm_89", "sm_90"])
     assert outcome("arch.torch", ctx) == (PASS, "sm_89: compatible (sm_86); sm_90: native")
     assert ctx.observed["arch_verdicts"] == {"torch": ["sm_89: compatible (sm_86)", "sm_90: native"]}
+    assert ctx.observed["torch_arch_list"] == ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+    assert ctx.observed["torch_arch_source"] == "torch.cuda.get_arch_list()"
 
 
 def test_arch_flag_overrides_what_the_image_was_built_for(install: Installer, tmp_path: Path) -> None:
@@ -158,6 +160,12 @@ def test_arch_torchvision_without_gpu_code_is_skipped(
     assert outcome("arch.torchvision", context(tmp_path)) == (SKIP, message)
 
 
+def test_arch_torchvision_on_a_cpu_build_is_skipped(install: Installer, tmp_path: Path) -> None:
+    (tmp_path / "_C.so").write_bytes(shared_library(container(*sass(89))))
+    install(FakeImage(cuda=None, torchvision_dir=str(tmp_path)))
+    assert outcome("arch.torchvision", context(tmp_path)) == (SKIP, "CPU build: no GPU code")
+
+
 def extension_image(tmp_path: Path, *archs: int) -> FakeImage:
     where = tmp_path / "addone"
     where.mkdir(exist_ok=True)
@@ -175,6 +183,23 @@ def test_arch_extensions_need_native_code(install: Installer, tmp_path: Path) ->
         FAIL,
         "addone has no native code for sm_89 (SASS: sm_86; PTX: none)",
     )
+
+
+def two_extensions(tmp_path: Path) -> FakeImage:
+    """addone (sm_89) and add_two (sm_89 and sm_90), the second declared as the distribution name add-two."""
+    one = extension_image(tmp_path, 89).extensions[0]
+    where = tmp_path / "add_two"
+    where.mkdir(exist_ok=True)
+    (where / "_C.cpython-311-x86_64-linux-gnu.so").write_bytes(shared_library(container(*sass(89, 90))))
+    return FakeImage(extensions=(one, Extension(name="add_two", directory=str(where))))
+
+
+def test_arch_and_import_of_two_extensions_one_named_with_a_hyphen(install: Installer, tmp_path: Path) -> None:
+    install(two_extensions(tmp_path))
+    ctx = context(tmp_path, extensions=["addone", "add-two"])
+    assert outcome("arch.extensions", ctx) == (PASS, "addone: sm_89: native; add_two: sm_89: native")
+    assert ctx.observed["arch_verdicts"] == {"addone": ["sm_89: native"], "add_two": ["sm_89: native"]}
+    assert outcome("import.extensions", ctx) == (PASS, "imported addone, add-two")
 
 
 def test_arch_extensions_without_a_library_fail(install: Installer, tmp_path: Path) -> None:
@@ -201,8 +226,11 @@ def test_libs_cuda_fails_when_torch_did_not_load_a_library(install: Installer, t
 
 
 def test_libs_cuda_reports_what_loaded(install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+
     class Library:
         def __init__(self, path: str) -> None:
+            opened.append(path)
             self.cudnnGetVersion = lambda: 92400
             self.cublasGetCudartVersion = lambda: 13000
 
@@ -211,7 +239,12 @@ def test_libs_cuda_reports_what_loaded(install: Installer, tmp_path: Path, monke
     install(FakeImage())
     ctx = context(tmp_path)
     assert outcome("libs.cuda", ctx) == (PASS, "libcudnn.so.9=92400, libcublas.so.9=13000, libnccl.so.9")
-    assert ctx.observed["libraries"]["cudnn"] == "libcudnn.so.9=92400"
+    assert ctx.observed["libraries"] == {
+        "cudnn": "libcudnn.so.9=92400",
+        "cublas": "libcublas.so.9=13000",
+        "nccl": "libnccl.so.9",
+    }
+    assert opened == [f"/venv/lib/{name}.so.9" for name in ("libcudnn", "libcublas", "libnccl")]
 
 
 def test_libs_cuda_on_a_cpu_build_is_skipped(install: Installer, tmp_path: Path) -> None:
@@ -244,7 +277,7 @@ def test_import_extensions(install: Installer, tmp_path: Path) -> None:
     assert (status, message) == (FAIL, "ModuleNotFoundError: No module named 'no_such_ext'")
 
 
-# --- devel.nvcc: shutil.which and subprocess.run replaced, so no compiler runs ----------------------
+# --- devel.nvcc: a fake nvcc program on PATH, so no compiler runs ------------------------------------
 
 
 # A real program on PATH, started by the check as it starts nvcc: what it is asked (argv, the kernel's source) is
@@ -447,7 +480,10 @@ def test_train_cpu_passes_when_the_loss_halves(
     assert trainer.calls == [
         {"device": "cpu", "steps": 14, "batch": 8, "precision": "fp32", "warmup": 2, "size": 16, "width": 16}
     ]
-    assert modules["torch"].num_threads_set and ctx.observed["train_cpu"]["last_loss"] == 1.0
+    threads = checks_cpu.cpu_threads()[0]
+    assert modules["torch"].num_threads_set == [threads, 4]  # and the count it had is put back
+    assert ctx.observed["train_cpu"]["last_loss"] == 1.0
+    assert (ctx.observed["train_cpu"]["threads"], ctx.observed["train_cpu"]["batch"]) == (threads, 8)
 
 
 def test_train_cpu_is_the_same_size_with_small(
