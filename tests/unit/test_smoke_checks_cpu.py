@@ -19,6 +19,7 @@ from fatbin_kit import ELF, Entry, container, entry, ptx, raw_container, sass, s
 from smoke_kit import context, outcome, run
 
 from builder.smoke import checks_cpu
+from builder.smoke.compat import cpu_threads
 from builder.smoke.expect import load
 from builder.smoke.framework import FAIL, PASS, SKIP, Context
 
@@ -480,7 +481,7 @@ def test_train_cpu_passes_when_the_loss_halves(
     assert trainer.calls == [
         {"device": "cpu", "steps": 14, "batch": 8, "precision": "fp32", "warmup": 2, "size": 16, "width": 16}
     ]
-    threads = checks_cpu.cpu_threads()[0]
+    threads = cpu_threads()[0]
     assert modules["torch"].num_threads_set == [threads, 4]  # and the count it had is put back
     assert ctx.observed["train_cpu"]["last_loss"] == 1.0
     assert (ctx.observed["train_cpu"]["threads"], ctx.observed["train_cpu"]["batch"]) == (threads, 8)

@@ -289,8 +289,12 @@ def test_determinism_cpu_runs_two_processes_at_once_sharing_the_cpus(
 def test_gpu_determinism_runs_two_deterministic_runs_and_a_default_one_after_another(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: bool
 ) -> None:
-    workspace = {"cublas_workspace": ":4096:8"}
-    found = [run(step_seconds=0.03, **workspace), run(step_seconds=0.05, **workspace), run(step_seconds=0.02)]
+    workspace = ":4096:8"
+    found = [
+        run(step_seconds=0.03, cublas_workspace=workspace),
+        run(step_seconds=0.05, cublas_workspace=workspace),
+        run(step_seconds=0.02),
+    ]
     asked = _determinism(monkeypatch, FakeImage(gpus=(Gpu(),)), found)
     ctx = context(tmp_path)
     ctx.small, ctx.timeout_scale = small, 2.0
