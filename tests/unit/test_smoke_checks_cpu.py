@@ -302,6 +302,8 @@ if sys.argv[1] == "--version":
     print(f"Built on Wed_Aug_20_01:58:59_PM_PDT_2025\\nCuda compilation tools, release {{release}}, V{{release}}.88")
     print(f"Build cuda_{{release}}.r{{release}}/compiler.36424714_0")
     sys.exit(0)
+if conf["compile_fails"] == "silently":
+    sys.exit(1)
 if conf["compile_fails"]:
     print("k.cu")  # stdout has a line too: the error is on stderr
     sys.stderr.write("nvcc warning : a warning first\\n" + conf["compile_fails"] + "\\n")
@@ -327,7 +329,7 @@ class FakeNvcc:
             "release": release,
             "writes": writes,
             "code": code.hex() if code else None,  # the fatbin written, as it is
-            "compile_fails": compile_fails,  # the error line it prints, exiting 2
+            "compile_fails": compile_fails,  # the error line it prints, exiting 2 ("silently": none, exiting 1)
             "version_fails": version_fails,
         }
         self.folder: Path | None = None
@@ -387,6 +389,11 @@ def test_nvcc_that_fails_is_a_failure_with_its_last_words(tmp_path: Path, monkey
     error = 'k.cu(1): error: identifier "threadIdx" is undefined'
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(compile_fails=error), flavor="devel")
     assert outcome("devel.nvcc", ctx) == (FAIL, f"nvcc failed to compile a kernel for sm_89 (exit code 2): {error}")
+    ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(compile_fails="silently"), flavor="devel")
+    assert outcome("devel.nvcc", ctx) == (
+        FAIL,
+        "nvcc failed to compile a kernel for sm_89 (exit code 1): it printed nothing",
+    )
     ctx = nvcc_ctx(tmp_path, monkeypatch, FakeNvcc(version_fails=True), flavor="devel")
     assert outcome("devel.nvcc", ctx) == (
         FAIL,
