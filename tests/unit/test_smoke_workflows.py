@@ -7,6 +7,7 @@ fake torch drives what a torch without the feature does. Real torch runs them in
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from importlib import metadata
@@ -154,6 +155,89 @@ def test_ddp_cpu_launches_two_gloo_ranks_on_the_cpu(monkeypatch: pytest.MonkeyPa
     )
     assert launched == [(2, checks_ddp.CPU_RUN, "gloo", "cpu", pytest.approx(120 * 2.0 * 0.7))]
     assert ctx.observed["ddp_cpu"]["world"] == 2
+
+
+class FakeProcs:
+    """procs.start and procs.wait_all replaced: what each process was started with, and the budgets waited on.
+    Starting one writes the reports its real counterpart would (`reports(config)` -> {file name: report})."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, reports: Any) -> None:
+        self.reports = reports
+        self.started: list[tuple[list[str], str, dict[str, str], dict[str, Any]]] = []
+        self.waited: list[tuple[list[int], float]] = []
+        monkeypatch.setattr(procs, "start", self.start)
+        monkeypatch.setattr(procs, "wait_all", self.wait_all)
+
+    def start(self, argv: list[str], log: str, env: dict[str, str] | None = None) -> int:
+        config = json.loads(argv[-1])
+        self.started.append((argv, log, dict(env or {}), config))
+        for path, report in self.reports(config).items():
+            Path(path).write_text(json.dumps(report))
+        return len(self.started)
+
+    def wait_all(self, started: list[int], budget: float) -> list[procs.Finished]:
+        self.waited.append((started, budget))
+        return [procs.Finished(0, self.started[number - 1][1], 1.0) for number in started]
+
+
+def test_ddp_launch_starts_torchrun_with_the_ranks_configuration(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(checks_ddp, "cpu_threads", lambda: (5, "test"))
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
+    fake = FakeProcs(monkeypatch, lambda c: {os.path.join(c["out"], f"rank{r}.json"): rank(r) for r in range(2)})
+    found = checks_ddp.launch(2, {"steps": 6}, "gloo", "cpu", 80.0)
+    assert [r["rank"] for r in found] == [0, 1]
+    [(argv, log, env, config)] = fake.started
+    folder = Path(config["out"])
+    assert argv == [
+        str(tmp_path / "python"),
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "--local_addr=127.0.0.1",
+        procs.PACKAGE_DIR,
+        "--smoke-helper",
+        "ddp-rank",
+        argv[-1],
+    ]
+    # the ranks' own timeout is 3/4 of the budget: a rank that waits for a peer gives up before torchrun is stopped
+    assert config == {"steps": 6, "out": str(folder), "backend": "gloo", "device": "cpu", "timeout": 60.0, "threads": 2}
+    assert (env["OMP_NUM_THREADS"], env["PYTHONUNBUFFERED"], env["PATH"]) == ("2", "1", os.environ["PATH"])
+    assert Path(log) == folder / "torchrun.log" and folder.name.startswith("torchyard-ddp-")
+    assert not folder.exists()  # removed with what the ranks wrote
+    assert fake.waited == [([1], 80.0)]
+    fake.started.clear()
+    with pytest.raises(Failed, match="rank 2 wrote nothing"):  # 8 ranks asked for, 2 reports written
+        checks_ddp.launch(8, {"steps": 6}, "nccl", "cuda", 80.0)  # more ranks than CPUs: one thread each
+    assert fake.started[0][3]["threads"] == 1 and fake.started[0][2]["OMP_NUM_THREADS"] == "1"
+
+
+def _determinism_reports(config: dict[str, Any]) -> dict[str, Any]:
+    return {config["out"]: run(weights=f"seed{config['seed']}")}
+
+
+def test_determinism_runs_each_in_a_process_of_its_own_with_its_own_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    fake = FakeProcs(monkeypatch, _determinism_reports)
+    found = checks_determinism.runs([{"seed": 0}, {"seed": 1}, {"seed": 2}], 90.0, together=False)
+    assert [f["weights"] for f in found] == ["seed0", "seed1", "seed2"]
+    assert fake.waited == [([1], 30.0), ([2], 30.0), ([3], 30.0)]  # one after another, a third of the budget each
+    folder = Path(fake.started[0][3]["out"]).parent
+    assert folder.name.startswith("torchyard-determinism-") and not folder.exists()
+    for number, (argv, log, env, config) in enumerate(fake.started, start=1):
+        assert argv[:-1] == [sys.executable, procs.PACKAGE_DIR, "--smoke-helper", "determinism"]
+        assert (config["out"], log) == (str(folder / f"run{number}.json"), str(folder / f"run{number}.log"))
+        assert (env["CUBLAS_WORKSPACE_CONFIG"], env["PATH"]) == (":4096:8", os.environ["PATH"])
+    fake.started.clear()
+    fake.waited.clear()
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")  # the user's own setting is kept
+    checks_determinism.runs([{"seed": 0}, {"seed": 1}], 60.0, together=True)
+    assert fake.waited == [([1, 2], 60.0)]  # at once, in the whole budget
+    assert [env["CUBLAS_WORKSPACE_CONFIG"] for _, _, env, _ in fake.started] == [":16:8", ":16:8"]
 
 
 STEP_SECONDS = {1: 0.010, 2: 0.0125, 3: 0.015}  # a step on 1, 2 and 3 GPUs: images/s 6400, 10240, 12800 at 64
