@@ -371,7 +371,9 @@ class FakeTrainer:
     first_loss: float = 2.5
     last_loss: float = 0.3
     images_per_second: float = 1000.0
+    cpu_images_per_second: float | None = None  # the CPU's rate where it differs from the GPU's
     calls: list[dict[str, Any]] = field(default_factory=list)
+    cudnn_benchmark: list[bool] = field(default_factory=list)  # torch.backends.cudnn.benchmark at each call
 
     def train(
         self,
@@ -387,7 +389,8 @@ class FakeTrainer:
         name = getattr(precision, "name", "fp32")
         call = {"device": device, "steps": steps, "batch": batch, "precision": name, "warmup": warmup}
         self.calls.append(call | shape)
-        ips = self.images_per_second
+        self.cudnn_benchmark.append(bool(sys.modules["torch"].backends.cudnn.benchmark))
+        ips = self.cpu_images_per_second if device == "cpu" and self.cpu_images_per_second else self.images_per_second
         return Trained(self.first_loss, self.last_loss, steps, steps * batch / ips, ips, name, warmup)
 
     def module(self) -> ModuleType:

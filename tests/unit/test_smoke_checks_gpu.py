@@ -19,7 +19,7 @@ import pytest
 from fake_torch import Extension, FakeImage, FakeTrainer, Gpu, Installer
 from smoke_kit import CHECKS, context, files, outcome
 
-from builder.smoke import checks_gpu
+from builder.smoke import checks_gpu, checks_gpu_perf
 from builder.smoke.framework import FAIL, PASS, SKIP
 
 GPU_CHECKS = sorted(name for name, c in CHECKS.items() if c.gpu)
@@ -213,36 +213,59 @@ def test_driver_version_from_nvidia_smi_or_none(monkeypatch: pytest.MonkeyPatch)
 # --- gpu.train: model.train replaced ---------------------------------------------------------------
 
 
+ALL_PRECISIONS = ["fp32", "tf32", "amp_fp16_channels_last", "amp_bf16_channels_last"]
+T4 = Gpu(name="Tesla T4", capability=(7, 5))
+A100 = Gpu(name="NVIDIA A100-SXM4-80GB", capability=(8, 0))
+FULL_GPU_RUN = {"device": "cuda", "steps": 30, "batch": 256, "warmup": 5}  # the real GPU's run
+SMALL = {"size": 16, "width": 16}  # --small (simulated or emulated devices): train.cpu's size
+SMALL_GPU_RUN = {"device": "cuda", "steps": 14, "batch": 8, "warmup": 2, **SMALL}
+
+
 @pytest.mark.parametrize(
-    ("gpu", "configs"),
+    ("gpu", "small", "configs"),
     [
-        (H200, ["fp32", "tf32", "amp_fp16_channels_last", "amp_bf16_channels_last"]),
-        (Gpu(name="Tesla T4", capability=(7, 5)), ["fp32", "amp_fp16_channels_last"]),  # no TF32, no native bf16
+        (H200, False, ALL_PRECISIONS),
+        (A100, False, ALL_PRECISIONS),  # sm_80 is the first with TF32 and native bf16
+        (A100, True, ALL_PRECISIONS),
+        (T4, True, ["fp32", "amp_fp16_channels_last"]),  # no TF32, no native bf16
     ],
 )
 def test_train_times_each_precision_the_gpu_has_and_the_cpu(
-    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: Gpu, configs: list[str]
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu: Gpu, small: bool, configs: list[str]
 ) -> None:
-    trainer = FakeTrainer(first_loss=2.4, last_loss=0.2, images_per_second=4000.0)
+    trainer = FakeTrainer(first_loss=2.4, last_loss=0.2, images_per_second=4000.0, cpu_images_per_second=160.0)
     monkeypatch.setitem(sys.modules, "builder.smoke.model", trainer.module())
-    install(FakeImage(gpus=(gpu,)))
+    modules = install(FakeImage(gpus=(gpu,)))
+    monkeypatch.setattr(checks_gpu_perf, "cpu_threads", lambda: (6, "test"))
     ctx = context(tmp_path)
+    ctx.small = small
     status, message = outcome("gpu.train", ctx)
-    assert status == PASS, message
-    gpu_calls = [c for c in trainer.calls if c["device"] == "cuda"]
-    assert [c["precision"] for c in gpu_calls] == configs
-    assert all(c["warmup"] >= 1 and c["batch"] == 256 for c in gpu_calls)  # each warms itself up
-    assert [c["device"] for c in trainer.calls if c["device"] != "cuda"] == ["cpu"]  # same model, same run
-    assert ctx.observed["train_gpu"]["gpu_over_cpu_fp32"] == 1.0
-    assert message.startswith("images/s: fp32 4000")
+    gpu_run = SMALL_GPU_RUN if small else FULL_GPU_RUN
+    cpu_run = {"device": "cpu", "steps": 2, "batch": 8, **SMALL} if small else {"device": "cpu", "steps": 3}
+    cpu_run.setdefault("batch", 64)
+    # each precision warms itself up; the CPU runs the same model once, on every CPU the container has
+    assert trainer.calls == [dict(gpu_run, precision=name) for name in configs] + [
+        dict(cpu_run, precision="fp32", warmup=1)
+    ]
+    assert trainer.cudnn_benchmark == [True] * (len(configs) + 1)  # cuDNN picks its fastest convolutions
+    torch = modules["torch"]
+    assert torch.backends.cudnn.benchmark is False and torch.num_threads_set == [6, 4]  # both put back
+    shown = ", ".join(f"{name} 4000" for name in configs)
+    assert (status, message) == (PASS, f"images/s: {shown}; fp32 GPU/CPU x25.0")
+    observed = ctx.observed["train_gpu"]
+    assert observed["images_per_second"] == dict.fromkeys(configs, 4000.0)
+    assert (observed["cpu_images_per_second"], observed["gpu_over_cpu_fp32"]) == (160.0, 25.0)
+    assert list(observed["runs"]) == configs
+    assert observed["runs"]["fp32"]["steps"] == gpu_run["steps"] and observed["runs"]["fp32"]["first_loss"] == 2.4
 
 
+@pytest.mark.parametrize("last", [1.3, 1.2])  # 1.2: exactly half is not below half
 def test_train_fails_when_a_loss_does_not_halve(
-    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, last: float
 ) -> None:
-    monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.4, last_loss=1.3).module())
+    monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.4, last_loss=last).module())
     install(FakeImage(gpus=(H200,)))
-    assert outcome("gpu.train", context(tmp_path)) == (FAIL, "fp32: loss 2.400 -> 1.300, did not fall by half")
+    assert outcome("gpu.train", context(tmp_path)) == (FAIL, f"fp32: loss 2.400 -> {last:.3f}, did not fall by half")
 
 
 # --- gpu.extensions --------------------------------------------------------------------------------
