@@ -17,11 +17,13 @@ numerics or speed: every figure it produces is the CPU's. `faults` injects wrong
 can show that a check fails: conv_grad, conv_out (a convolution's output 1 % off, its gradients right), tf32_ignored,
 tf32_stuck (TF32 with allow_tf32 off too), tf32_everywhere (TF32 below capability 8.0 too), tf32_wrong and fp32_wrong
 (fp32 products 5 % off with TF32, 1 % off without), gemm, sdpa, all_reduce,
-gpu:N (device N computes NaN), half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing);
+gpu:N (device N computes NaN), half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing),
+memory_head and memory_tail (a filled GPU tensor's first or last element stays 0);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend, each all_reduce (bytes, simulated GPU), each matmul, convolution and copy_ (dtypes,
-shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings) as JSON lines;
+shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings) and each torch.empty on
+a GPU (bytes, dtype, GPU) as JSON lines;
 `"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.

@@ -70,10 +70,22 @@ def mode_class(torch: Any) -> Any:
             if source is None:
                 return out
             STATE["gpu_ops"] += 1
+            self._memory(func, out, source)
             if func is torch.Tensor.to and out is args[0]:
                 out = out.view_as(out)
             out = self._faulty(func, out)
             return out if any(out is a for a in args) else self._mark(out, source)
+
+        def _memory(self, func: Any, out: Any, source: int) -> None:
+            """A GPU's memory (gpu.memory): each torch.empty recorded; a filled tensor's first or last element left 0
+            by the faults memory_head and memory_tail."""
+            if func is torch.empty and self.cfg.get("record"):
+                nbytes = out.numel() * out.element_size()
+                note(self.cfg, {"op": "empty", "gpus": [source], "bytes": [nbytes], "dtypes": [str(out.dtype)]})
+            if func is torch.Tensor.fill_:
+                for fault, index in (("memory_head", 0), ("memory_tail", -1)):
+                    if fault in self.cfg["faults"]:
+                        out.view(-1)[index] = 0
 
         def _faulty(self, func: Any, out: Any) -> Any:
             """A GPU op's result as the configured faults make it wrong."""

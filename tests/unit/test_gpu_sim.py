@@ -403,6 +403,9 @@ def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies
     rate = (4 << 20) * 2 / 0.001 / 1e9  # 2 timed copies of 4 MiB (--small) each way in the fixed 1 ms
     assert (memory["h2d_gbps"], memory["d2h_gbps"]) == (rate, rate)  # exact: the same arithmetic
     # bytes, not elements: uint8 on both sides, asynchronous, between the host and GPU 0 (warm-up, 2 up, 2 down)
+    # the block is bytes on GPU 0, as is the copies' GPU buffer (the pinned host buffer is not a GPU's)
+    blocks = [(c["gpus"], c["bytes"], c["dtypes"]) for c in _recorded(log) if c["op"] == "empty"]
+    assert blocks == [([0], [int(free * 0.9)], ["torch.uint8"]), ([0], [4 << 20], ["torch.uint8"])]
     copies = [(c["gpus"], c["dtypes"], c["bytes"], c["non_blocking"]) for c in _recorded(log) if c["op"] == "copy_"]
     up = ([0, None], ["torch.uint8"] * 2, [4 << 20] * 2, True)
     down = ([None, 0], ["torch.uint8"] * 2, [4 << 20] * 2, True)
@@ -410,6 +413,16 @@ def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies
     assert found["message"] == (
         "allocated 0.3 GiB of 0.4 GiB free (0.4 GiB total); "
         f"pinned copies: host->device {rate:.1f} GB/s, device->host {rate:.1f} GB/s"
+    )
+
+
+@pytest.mark.parametrize("fault", ["memory_head", "memory_tail"])
+def test_memory_fails_when_the_block_does_not_hold_what_was_written(tmp_path: Path, fault: str) -> None:
+    found = check("gpu.memory", sim([dict(H100, memory=400 << 20)], faults=(fault,)), tmp_path)
+    allocated = int(int((400 << 20) * 0.9) * 0.9)
+    assert (found["status"], found["message"]) == (
+        "failed",
+        f"a {allocated >> 20} MiB allocation did not hold what was written",
     )
 
 
