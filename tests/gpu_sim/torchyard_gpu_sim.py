@@ -16,7 +16,7 @@ It proves control flow (API use, shapes, dtypes, pickling into spawned processes
 numerics or speed: every figure it produces is the CPU's. `faults` injects wrong answers so the tests
 can show that a check fails: conv_grad, conv_out (a convolution's output 1 % off, its gradients right), tf32_ignored,
 tf32_stuck (TF32 with allow_tf32 off too), tf32_everywhere (TF32 below capability 8.0 too), tf32_wrong and fp32_wrong
-(fp32 products 5 % off with TF32, 1 % off without), gemm, sdpa, all_reduce,
+(fp32 products 5 % off with TF32, 1 % off without), fp64_wrong (fp64 products 1e-9 off), gemm, sdpa, all_reduce,
 gpu:N (device N computes NaN), half_gemm (fp16 and bf16 products 5 % off), amp_off (autocast("cuda") casts nothing),
 memory_head and memory_tail (a filled GPU tensor's first or last element stays 0);
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel

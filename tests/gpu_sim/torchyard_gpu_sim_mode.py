@@ -96,6 +96,8 @@ def mode_class(torch: Any) -> Any:
                 tf32 = self._tf32()
                 if ("tf32_wrong" if tf32 else "fp32_wrong") in faults:
                     out = out * (1.05 if tf32 else 1.01)
+            if func in matmuls and "fp64_wrong" in faults and getattr(out, "dtype", None) == torch.float64:
+                out = out * (1 + 1e-9)
             half = (torch.float16, torch.bfloat16)
             if func in matmuls and "half_gemm" in faults and getattr(out, "dtype", None) in half:
                 out = out * 1.05

@@ -69,6 +69,7 @@ def test_every_gpu_check_runs_on_two_simulated_gpus(tmp_path: Path) -> None:
         ("tf32_ignored", "gpu.tf32", "TF32 was not used"),
         ("conv_grad", "gpu.cudnn_conv", "grad is wrong: relative error 1.00e-02"),
         ("gemm", "gpu.gemm", "cuBLAS fp32 GEMM: relative error"),
+        ("fp64_wrong", "gpu.gemm", "cuBLAS fp64 GEMM: relative error 1.00e-09, above 1e-12"),
         ("gpu:1", "gpu.devices", "GPU 1 (Simulated NVIDIA A100) computed a wrong matmul"),
         ("sdpa", "gpu.sdpa", "backend differs from math"),
         ("all_reduce", "gpu.nccl", "all_reduce gave"),
@@ -378,7 +379,9 @@ def test_gemm_times_the_precisions_the_gpu_has(tmp_path: Path, gpu: dict[str, An
     assert [(c["dtypes"][0], c["tf32"] if c["dtypes"][0] == "torch.float32" else None) for c in products] == expected
     assert all(c["gpus"] == [0, 0] and c["shapes"] == [[128, 128], [128, 128]] for c in products)
     assert gemm["relative_errors"]["fp32"] < 1e-5 and gemm["relative_errors"]["fp64"] < 1e-12
-    assert found["message"].startswith("errors fp32 ") and "; TFLOP/s fp32 " in found["message"]
+    errors = gemm["relative_errors"]
+    rates = ", ".join(f"{kind} {rate:.1f}" for kind in kinds)
+    assert found["message"] == f"errors fp32 {errors['fp32']:.1e}, fp64 {errors['fp64']:.1e}; TFLOP/s {rates}"
 
 
 def test_gemm_times_4096_squares_ten_times_per_precision_at_full_size(tmp_path: Path) -> None:
@@ -391,6 +394,8 @@ def test_gemm_times_4096_squares_ten_times_per_precision_at_full_size(tmp_path: 
     assert found["observed"]["gemm"]["tflops"] == dict.fromkeys(["fp32", "fp16", "tf32", "bf16"], rate)
     timed = [c for c in _recorded(log) if c.get("op") == "matmul" and c["shapes"] == [[4096, 4096]] * 2]
     assert len(timed) == 4 * (1 + 10)  # per precision: the warm-up and 10 timed
+    on_gpu = [c for c in _recorded(log) if c.get("op") == "matmul" and c["gpus"] == [0, 0]]
+    assert [c["shapes"] for c in on_gpu[:2]] == [[[1024, 1024]] * 2] * 2  # the error products: 1024 squares
 
 
 def test_memory_allocates_nine_tenths_of_the_free_memory_and_times_pinned_copies(tmp_path: Path) -> None:
@@ -462,6 +467,12 @@ def test_sdpa_requires_the_fused_backends_the_architecture_has(
         ran = [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]]
         assert ran == [b for b in ("efficient", "flash", "cudnn") if b not in missing]
         assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
+
+
+def test_sdpa_compares_heads_of_512_at_full_size(tmp_path: Path) -> None:
+    found = check("gpu.sdpa", sim([H100]), tmp_path, full=True)
+    assert found["status"] == "passed", found["message"]
+    assert [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]] == ["efficient", "flash", "cudnn"]
 
 
 # --- each GPU check passing on its own, with its figures (mutmut's smoke runs leave out the whole suite) ---------

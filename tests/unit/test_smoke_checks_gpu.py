@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -266,6 +267,17 @@ def test_train_fails_when_a_loss_does_not_halve(
     monkeypatch.setitem(sys.modules, "builder.smoke.model", FakeTrainer(first_loss=2.4, last_loss=last).module())
     install(FakeImage(gpus=(H200,)))
     assert outcome("gpu.train", context(tmp_path)) == (FAIL, f"fp32: loss 2.400 -> {last:.3f}, did not fall by half")
+
+
+def test_sdpa_on_a_torch_without_it_is_skipped(
+    install: Installer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    modules = install(FakeImage(gpus=(H200,), torch="1.13.1+cu117"))
+    monkeypatch.setattr(modules["torch"], "nn", SimpleNamespace(functional=SimpleNamespace()), raising=False)
+    assert outcome("gpu.sdpa", context(tmp_path)) == (
+        SKIP,
+        "torch 1.13.1+cu117 has no scaled_dot_product_attention (torch >= 2.0)",
+    )
 
 
 # --- gpu.extensions --------------------------------------------------------------------------------
