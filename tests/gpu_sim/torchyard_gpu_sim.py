@@ -22,8 +22,8 @@ memory_head and memory_tail (a filled GPU tensor's first or last element stays 0
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend, each all_reduce (bytes, simulated GPU), each matmul, convolution and copy_ (dtypes,
-shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings) and each torch.empty on
-a GPU (bytes, dtype, GPU) as JSON lines;
+shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings), each torch.empty on
+a GPU (bytes, dtype, GPU) and each scaled_dot_product_attention (shapes, dtypes, GPUs, is_causal) as JSON lines;
 `"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.
@@ -295,6 +295,10 @@ def _patch_sdpa(torch: Any, cfg: dict[str, Any]) -> None:
         if chosen and missing and set(chosen[-1]) <= missing:  # as torch when no allowed kernel fits this GPU
             raise RuntimeError("No available kernel. Aborting execution. (simulation: sdpa_missing)")
         out = real_sdpa(*args, **kwargs)
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        shapes, dtypes = [list(t.shape) for t in tensors], [str(t.dtype) for t in tensors]
+        gpus = [getattr(t, "_sim_gpu", None) for t in tensors]
+        note(cfg, {"op": "sdpa", "shapes": shapes, "dtypes": dtypes, "gpus": gpus, "causal": kwargs.get("is_causal")})
         fused = chosen and attention is not None and attention.SDPBackend.MATH not in chosen[-1]
         return out + 0.1 if fused and "sdpa" in cfg["faults"] else out
 

@@ -469,10 +469,17 @@ def test_sdpa_requires_the_fused_backends_the_architecture_has(
         assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
 
 
-def test_sdpa_compares_heads_of_512_at_full_size(tmp_path: Path) -> None:
-    found = check("gpu.sdpa", sim([H100]), tmp_path, full=True)
+@pytest.mark.parametrize(("full", "shape"), [(True, [4, 8, 512, 64]), (False, [2, 2, 64, 32])])
+def test_sdpa_compares_causal_fp16_attention_on_the_gpu(tmp_path: Path, full: bool, shape: list[int]) -> None:
+    log = tmp_path / "calls.jsonl"
+    found = check("gpu.sdpa", sim([H100], record=str(log)), tmp_path, full=full)
     assert found["status"] == "passed", found["message"]
     assert [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]] == ["efficient", "flash", "cudnn"]
+    calls = [c for c in _recorded(log) if c.get("op") == "sdpa"]
+    # math's reference, then each fused backend: q, k and v of one shape, fp16, on GPU 0, causal
+    assert [(c["shapes"], c["dtypes"], c["gpus"], c["causal"]) for c in calls] == [
+        ([shape] * 3, ["torch.float16"] * 3, [0, 0, 0], True)
+    ] * 4
 
 
 # --- each GPU check passing on its own, with its figures (mutmut's smoke runs leave out the whole suite) ---------
