@@ -456,6 +456,13 @@ K80 = {"name": "Simulated Tesla K80", "capability": [3, 7]}
         (SM_120, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # from sm_50 on
         (M40, ["efficient"], "failed", "SDPA efficient backend failed on this GPU"),  # sm_52 included
         (K80, ["efficient"], "passed", "; efficient not available"),  # not before sm_50
+        (
+            K80,
+            ["efficient", "flash", "cudnn"],
+            "failed",
+            "no fused attention backend ran on this GPU: efficient not available; flash not available; "
+            "cudnn not available",
+        ),
     ],
 )
 def test_sdpa_requires_the_fused_backends_the_architecture_has(
@@ -467,6 +474,10 @@ def test_sdpa_requires_the_fused_backends_the_architecture_has(
         ran = [entry.split()[0] for entry in found["observed"]["sdpa"]["passed"]]
         assert ran == [b for b in ("efficient", "flash", "cudnn") if b not in missing]
         assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
+        notes = [f"{b} not available" for b in ("efficient", "flash", "cudnn") if b in missing]
+        assert found["observed"]["sdpa"]["notes"] == notes
+    else:
+        assert found["message"].startswith(words)
 
 
 @pytest.mark.parametrize(("full", "shape"), [(True, [4, 8, 512, 64]), (False, [2, 2, 64, 32])])
