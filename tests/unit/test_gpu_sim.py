@@ -476,6 +476,8 @@ def test_sdpa_requires_the_fused_backends_the_architecture_has(
         assert all(float(entry.split()[1]) < 1e-2 for entry in found["observed"]["sdpa"]["passed"])
         notes = [f"{b} not available" for b in ("efficient", "flash", "cudnn") if b in missing]
         assert found["observed"]["sdpa"]["notes"] == notes
+        said = "max error vs math: " + ", ".join(found["observed"]["sdpa"]["passed"])
+        assert found["message"] == said + "".join(f"; {note}" for note in notes)
     else:
         assert found["message"].startswith(words)
 
