@@ -161,8 +161,10 @@ class FakeProcs:
     """procs.start and procs.wait_all replaced: what each process was started with, and the budgets waited on.
     Starting one writes the reports its real counterpart would (`reports(config)` -> {file name: report})."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, reports: Any) -> None:
-        self.reports = reports
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, reports: Any, codes: dict[int, int | None] | None = None
+    ) -> None:
+        self.reports, self.codes = reports, codes or {}  # codes: the exit code of the Nth process started (else 0)
         self.started: list[tuple[list[str], str, dict[str, str], dict[str, Any]]] = []
         self.waited: list[tuple[list[int], float]] = []
         monkeypatch.setattr(procs, "start", self.start)
@@ -177,7 +179,7 @@ class FakeProcs:
 
     def wait_all(self, started: list[int], budget: float) -> list[procs.Finished]:
         self.waited.append((started, budget))
-        return [procs.Finished(0, self.started[number - 1][1], 1.0) for number in started]
+        return [procs.Finished(self.codes.get(n, 0), self.started[n - 1][1], 1.0) for n in started]
 
 
 def test_ddp_launch_starts_torchrun_with_the_ranks_configuration(
@@ -185,6 +187,7 @@ def test_ddp_launch_starts_torchrun_with_the_ranks_configuration(
 ) -> None:
     monkeypatch.setattr(checks_ddp, "cpu_threads", lambda: (5, "test"))
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
     fake = FakeProcs(monkeypatch, lambda c: {os.path.join(c["out"], f"rank{r}.json"): rank(r) for r in range(2)})
     found = checks_ddp.launch(2, {"steps": 6}, "gloo", "cpu", 80.0)
     assert [r["rank"] for r in found] == [0, 1]
@@ -212,6 +215,20 @@ def test_ddp_launch_starts_torchrun_with_the_ranks_configuration(
     with pytest.raises(Failed, match="rank 2 wrote nothing"):  # 8 ranks asked for, 2 reports written
         checks_ddp.launch(8, {"steps": 6}, "nccl", "cuda", 80.0)  # more ranks than CPUs: one thread each
     assert fake.started[0][3]["threads"] == 1 and fake.started[0][2]["OMP_NUM_THREADS"] == "1"
+
+
+def test_ddp_launch_that_torchrun_did_not_finish_names_its_budget(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    FakeProcs(monkeypatch, lambda c: {os.path.join(c["out"], "rank0.json"): rank(0)}, codes={1: None})
+    with pytest.raises(Failed, match=r"^the ranks did not finish within 80 s .*: rank 1 wrote nothing$"):
+        checks_ddp.launch(2, {"steps": 6}, "gloo", "cpu", 80.0)
+
+
+def test_determinism_run_that_fails_is_named_by_its_number(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    FakeProcs(monkeypatch, _determinism_reports, codes={2: 1})
+    with pytest.raises(Failed, match=r"^run 2 exited with code 1: "):
+        checks_determinism.runs([{"seed": 0}, {"seed": 1}, {"seed": 2}], 90.0, together=False)
 
 
 def _determinism_reports(config: dict[str, Any]) -> dict[str, Any]:
