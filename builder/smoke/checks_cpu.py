@@ -105,9 +105,7 @@ def verdict(target: str, sass: list[str], ptx: list[str]) -> tuple[str, str]:
     """Binary compatibility (compat-facts section 2): native SASS; same-major lower-minor SASS; PTX of an
     equal-or-lower arch. Arch-specific code (sm_90a) runs only on exactly its GPU and is never forward
     compatible; an arch-specific target (a --arch sm_90a build) is met only by its own code."""
-    want = arch_key(target)
-    if want is None:
-        raise Failed(f"{target!r} is not an architecture name like sm_89")
+    want = _arch(target)
     if target in sass:
         return "native", target
     if target.endswith("a"):
@@ -123,6 +121,14 @@ def verdict(target: str, sass: list[str], ptx: list[str]) -> tuple[str, str]:
     if jit:
         return "ptx", f"compute_{jit[-1][0]}{jit[-1][1]}"
     return "none", ""
+
+
+def _arch(target: str) -> tuple[int, int]:
+    """The target's (major, minor); Failed for a name that is no architecture (a hostile --arch never runs)."""
+    key = arch_key(target)
+    if key is None:
+        raise Failed(f"{target!r} is not an architecture name like sm_89")
+    return key
 
 
 def _cover(ctx: Context, what: str, sass: list[str], ptx: list[str], *, native_only: bool = False) -> str:
@@ -291,8 +297,7 @@ def _nvcc_target(ctx: Context) -> str:
     architecture CUDA 13 compiles for. A target that is no architecture name fails here, never reaches nvcc."""
     wanted = targets(ctx)
     target = wanted[0] if wanted else "sm_75"
-    if arch_key(target) is None:
-        raise Failed(f"{target!r} is not an architecture name like sm_89")
+    _arch(target)
     return target.partition("_")[2]
 
 
