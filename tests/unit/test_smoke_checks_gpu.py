@@ -242,8 +242,9 @@ def test_train_times_each_precision_the_gpu_has_and_the_cpu(
     ctx.small = small
     status, message = outcome("gpu.train", ctx)
     gpu_run = SMALL_GPU_RUN if small else FULL_GPU_RUN
-    cpu_run = {"device": "cpu", "steps": 2, "batch": 8, **SMALL} if small else {"device": "cpu", "steps": 3}
-    cpu_run.setdefault("batch", 64)
+    cpu_run = (
+        {"device": "cpu", "steps": 2, "batch": 8, **SMALL} if small else {"device": "cpu", "steps": 3, "batch": 64}
+    )
     # each precision warms itself up; the CPU runs the same model once, on every CPU the container has
     assert trainer.calls == [dict(gpu_run, precision=name) for name in configs] + [
         dict(cpu_run, precision="fp32", warmup=1)

@@ -135,17 +135,27 @@ def test_ddp_steps_are_timed_on_1_2_4_and_every_gpu(gpus: int, counts: list[int]
     assert checks_ddp.gpu_counts(gpus) == counts
 
 
-def test_ddp_cpu_launches_two_gloo_ranks_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    Installer(monkeypatch)(FakeImage())
+def _launches(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, image: FakeImage, step_seconds: Any = None
+) -> list[tuple[Any, ...]]:
+    """The fake torch with distributed, no torchrun beside the interpreter, and `launch` faked: each call
+    (world, run, backend, device, budget) recorded, answered by `world` ranks that kept every promise."""
+    Installer(monkeypatch)(image)
     monkeypatch.setattr(checks_ddp, "_distributed", lambda: None)
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     launched: list[tuple[Any, ...]] = []
 
     def launch(world: int, run: dict[str, Any], backend: str, device: str, budget: float) -> list[dict[str, Any]]:
         launched.append((world, run, backend, device, budget))
-        return [rank(0), rank(1)]
+        timing = {} if step_seconds is None else {"step_seconds": step_seconds(world)}
+        return [rank(r, world=world, **timing) for r in range(world)]
 
     monkeypatch.setattr(checks_ddp, "launch", launch)
+    return launched
+
+
+def test_ddp_cpu_launches_two_gloo_ranks_on_the_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    launched = _launches(monkeypatch, tmp_path, FakeImage())
     ctx = context(tmp_path)
     ctx.timeout_scale = 2.0
     assert outcome("ddp.cpu", ctx) == (
@@ -264,16 +274,9 @@ STEP_SECONDS = {1: 0.010, 2: 0.0125, 3: 0.015}  # a step on 1, 2 and 3 GPUs: ima
 def test_gpu_ddp_times_every_gpu_count_and_names_the_scaling_at_all_of_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: bool, batch: int
 ) -> None:
-    Installer(monkeypatch)(FakeImage(gpus=(Gpu(),) * 3))
-    monkeypatch.setattr(checks_ddp, "_distributed", lambda: None)
-    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))  # no torchrun beside it
-    launched: list[tuple[Any, ...]] = []
-
-    def launch(world: int, run: dict[str, Any], backend: str, device: str, budget: float) -> list[dict[str, Any]]:
-        launched.append((world, run, backend, device, budget))
-        return [rank(r, world=world, step_seconds=STEP_SECONDS[world] * batch / 64) for r in range(world)]
-
-    monkeypatch.setattr(checks_ddp, "launch", launch)
+    launched = _launches(
+        monkeypatch, tmp_path, FakeImage(gpus=(Gpu(),) * 3), lambda world: STEP_SECONDS[world] * batch / 64
+    )
     ctx = context(tmp_path)
     ctx.small, ctx.timeout_scale = small, 2.0
     status, message = outcome("gpu.ddp", ctx)
