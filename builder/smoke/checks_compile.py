@@ -14,7 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from typing import Any
 
-from .checks_gpu import _cuda
+from .checks_gpu import _cuda, within
 from .compat import cpu_threads, restored, set_tf32
 from .framework import Context, Failed, Skipped, check
 
@@ -92,7 +92,7 @@ def _compare(torch: Any, device: str) -> tuple[float, float]:
 
 
 def _verdict(where: str, errors: tuple[float, float]) -> str:
-    if not max(errors) < COMPILE_TOLERANCE:
+    if not within(max(errors), COMPILE_TOLERANCE):
         raise Failed(
             f"torch.compile on {where} differs from eager: output {errors[0]:.2e}, gradients {errors[1]:.2e} "
             f"(tolerance {COMPILE_TOLERANCE:g})"

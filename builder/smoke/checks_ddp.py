@@ -20,7 +20,7 @@ import tempfile
 from typing import Any
 
 from . import procs
-from .checks_gpu import _cuda
+from .checks_gpu import _cuda, within
 from .compat import cpu_threads
 from .framework import Context, Failed, Skipped, check
 
@@ -103,7 +103,7 @@ def verdict(reports: list[dict[str, Any]]) -> dict[str, Any]:
     if any(r["broadcast"] != first["broadcast"] for r in reports):
         raise Failed("DDP did not broadcast rank 0's weights: the ranks started from different parameters")
     for r in reports:
-        if not r["grad_error"] < GRAD_TOLERANCE:  # NaN fails too
+        if not within(r["grad_error"], GRAD_TOLERANCE):
             raise Failed(
                 f"rank {r['rank']}: DDP's gradient differs from the mean of the ranks' own gradients by "
                 f"{r['grad_error']:.1e} of its largest value (tolerance {GRAD_TOLERANCE:g}): gradients not averaged"

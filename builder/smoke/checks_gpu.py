@@ -89,6 +89,16 @@ def relative_error(found: Any, reference: Any) -> float:
     return float((found64 - reference).abs().max().item() / scale)
 
 
+def within(error: float, limit: float) -> bool:
+    """A measured error passes strictly below its tolerance; NaN never passes (every comparison with it is False)."""
+    return error < limit
+
+
+def between(error: float, low: float, high: float) -> bool:
+    """An error that must show a precision's effect: inside [low, high], both ends included; NaN never is."""
+    return low <= error <= high
+
+
 @check("gpu.devices", gpu=True)
 def devices(ctx: Context) -> str:
     """Every visible GPU has code in this build and computes a matmul right (not only GPU 0)."""
@@ -108,7 +118,7 @@ def devices(ctx: Context) -> str:
                 )
             error = _matmul_error(torch, index)
             found.append({"index": index, "name": name, "arch": f"sm_{major}{minor}", "support": kind, "code": code})
-            if not error < FP32_MAX:  # also catches NaN
+            if not within(error, FP32_MAX):
                 raise Failed(f"GPU {index} ({name}) computed a wrong matmul: relative error {error:.2e}")
     ctx.observed["gpus"] = found
     driver = driver_version()
@@ -161,7 +171,7 @@ def cudnn_conv(ctx: Context) -> str:
             "weight grad": relative_error(wg.grad, weight.grad),
         }
     worst = max(errors, key=lambda k: errors[k])
-    if not errors[worst] < CONV_MAX:
+    if not within(errors[worst], CONV_MAX):
         raise Failed(
             f"cuDNN convolution {worst} is wrong: relative error {errors[worst]:.2e} against a float64 CPU "
             f"reference (tolerance {CONV_MAX:g})"
@@ -186,7 +196,7 @@ def autocast_check(ctx: Context) -> str:
         with autocast(torch, "cuda", dtype):
             out = a.float().cuda() @ b.float().cuda()
         error = relative_error(out, reference)
-        if out.dtype != dtype or not error < 2e-2:
+        if out.dtype != dtype or not within(error, 2e-2):
             raise Failed(f"autocast {dtype}: got {out.dtype}, relative error {error:.2e}")
         done.append(f"{str(dtype).split('.')[-1]} rel.err {error:.1e}")
     if not native_bf16:
@@ -209,13 +219,13 @@ def tf32(ctx: Context) -> str:
             set_tf32(torch, on)
             errors[on] = relative_error(a.float().cuda() @ b.float().cuda(), reference)
     ctx.observed["tf32_errors"] = {"on": errors[True], "off": errors[False]}
-    if not errors[False] < FP32_MAX:
+    if not within(errors[False], FP32_MAX):
         raise Failed(f"TF32 off: relative error {errors[False]:.2e}, above fp32's {FP32_MAX:g}")
     if major < 8:
-        if not errors[True] < FP32_MAX:
+        if not within(errors[True], FP32_MAX):
             raise Failed(f"sm_{major}{minor} has no TF32, yet TF32 on gave a relative error of {errors[True]:.2e}")
         return f"no TF32 on sm_{major}{minor} (needs capability >= 8.0): fp32 error {errors[False]:.1e} both ways"
-    if not TF32_MIN <= errors[True] <= TF32_MAX:
+    if not between(errors[True], TF32_MIN, TF32_MAX):
         raise Failed(
             f"TF32 on: relative error {errors[True]:.2e}, outside TF32's [{TF32_MIN:g}, {TF32_MAX:g}] "
             "(TF32 was not used, or the result is wrong)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .checks_gpu import FP32_MAX, _cuda, relative_error
+from .checks_gpu import FP32_MAX, _cuda, relative_error, within
 from .compat import Timer, capability_of, cpu_threads, restored, set_tf32
 from .framework import Context, Failed, Skipped, check
 
@@ -64,7 +64,7 @@ def gemm(ctx: Context) -> str:
         rates = _flops(ctx, torch, major=capability_of(torch, 0)[0])
     ctx.observed["gemm"] = {"relative_errors": errors, "tflops": rates}
     for name, limit in (("fp32", FP32_MAX), ("fp64", 1e-12)):
-        if not errors[name] < limit:
+        if not within(errors[name], limit):
             raise Failed(f"cuBLAS {name} GEMM: relative error {errors[name]:.2e}, above {limit:g}")
     return f"errors fp32 {errors['fp32']:.1e}, fp64 {errors['fp64']:.1e}; TFLOP/s " + ", ".join(
         f"{k} {v:.1f}" for k, v in rates.items()
@@ -175,7 +175,7 @@ def sdpa(ctx: Context) -> str:
             notes.append(f"{backend} not available")
             continue
         error = float((out.float() - reference).abs().max().item())
-        if not error < SDPA_MAX_ERROR:
+        if not within(error, SDPA_MAX_ERROR):
             raise Failed(f"SDPA {backend} backend differs from math by {error:.2e} (tolerance {SDPA_MAX_ERROR:g})")
         done.append(f"{backend} {error:.1e}")
     ctx.observed["sdpa"] = {"passed": done, "notes": notes}

@@ -518,3 +518,21 @@ def test_backends_tries_cudnn_attention_only_where_torch_has_it() -> None:
     newer = _attention_torch(new=True)
     assert checks_gpu_perf._backends(newer, (10, 0)) == [("efficient", True), ("flash", False), ("cudnn", False)]
     assert checks_gpu_perf._backends(newer, (7, 5)) == [("efficient", True), ("flash", False), ("cudnn", False)]
+
+
+# --- checks_gpu.within and between: every tolerance the GPU checks judge by --------------------------------------
+
+
+def test_an_error_passes_only_strictly_below_its_tolerance_and_nan_never() -> None:
+    assert checks_gpu.within(0.99e-5, 1e-5)
+    assert not checks_gpu.within(1e-5, 1e-5)  # exactly at the tolerance fails
+    assert not checks_gpu.within(float("nan"), 1e-5)
+    assert not checks_gpu.within(float("inf"), 1e-5)
+
+
+def test_a_precision_s_error_range_holds_both_ends_and_not_nan() -> None:
+    low, high = checks_gpu.TF32_MIN, checks_gpu.TF32_MAX
+    assert checks_gpu.between(low, low, high) and checks_gpu.between(high, low, high)
+    assert not checks_gpu.between(low * 0.999, low, high)
+    assert not checks_gpu.between(high * 1.001, low, high)
+    assert not checks_gpu.between(float("nan"), low, high)
