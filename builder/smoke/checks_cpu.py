@@ -80,12 +80,22 @@ def python_version(ctx: Context) -> str:
     return _same(ctx, "python", f"{sys.version_info[0]}.{sys.version_info[1]}", ctx.expect.python)
 
 
+# os-release(5): /etc/os-release if it exists, else /usr/lib/os-release (where /etc's is missing, not a link to it)
+OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
+
+
 def os_name() -> str:
+    """ID and VERSION_ID of os-release: "debian12"; "unknown" for an image with neither file or no ID."""
     fields: dict[str, str] = {}
-    with open("/etc/os-release", encoding="utf-8") as handle:
-        for line in handle:
-            key, _, value = line.strip().partition("=")
-            fields[key] = value.strip('"')
+    for path in OS_RELEASE:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                for line in handle:
+                    key, _, value = line.strip().partition("=")
+                    fields[key] = value.strip('"')
+        except FileNotFoundError:
+            continue
+        break
     return f"{fields.get('ID', 'unknown')}{fields.get('VERSION_ID', '')}"
 
 
