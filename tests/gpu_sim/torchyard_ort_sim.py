@@ -6,13 +6,15 @@
 - ort_cpu_fallback (TORCHYARD_SMOKE_FAULTS): a session reports the CPU provider only, as onnxruntime-gpu does when it
   cannot load CUDA or cuDNN (it falls back without an error).
 - ort_perturbed: every output of InferenceSession.run is off by 1e-2, like a runtime that computes wrong.
-- With the simulation's `"record": PATH`, each session's providers as the caller asked for them ({"op": "ort_session"}).
+- With the simulation's `"record": PATH`, each session's providers as the caller asked for them, and torch's thread
+  count when it was made ({"op": "ort_session"}).
 
 Standard library (+ onnxruntime, numpy) only; runs in the images (Python >= 3.8).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Dict, Optional
 
 from torchyard_after_import import after_import
@@ -35,7 +37,9 @@ def patch(ort: Any, sim: bool, faults: list[str], note: Note = None) -> None:
     class InferenceSession(real_session):  # type: ignore[misc, valid-type]
         def __init__(self, path: Any, *args: Any, providers: Any = None, **kwargs: Any) -> None:
             if note is not None:
-                note({"op": "ort_session", "providers": providers})
+                torch = sys.modules.get("torch")
+                threads = torch.get_num_threads() if torch is not None else None
+                note({"op": "ort_session", "providers": providers, "torch_threads": threads})
             asked = list(providers or [CPU])
             self._simulated = sim and CUDA in asked and not fallback
             super().__init__(path, *args, providers=[p for p in asked if p != CUDA] or [CPU], **kwargs)

@@ -512,10 +512,14 @@ def test_the_profiler_finds_cupti_s_kernels_when_they_are_recorded(tmp_path: Pat
 
 
 def test_the_cpu_profiler_says_what_it_found_and_that_it_exported_the_trace(tmp_path: Path) -> None:
-    found = check("profiler.cpu", sim([]), tmp_path)
+    record = tmp_path / "record.jsonl"
+    found = check("profiler.cpu", sim([], record=str(record)), tmp_path)
     expected = r"\d+ operators in the Chrome trace \(convolution forward and backward, optimizer step\)"
     expected += ", exported as Chrome JSON"
     assert found["status"] == "passed" and re.fullmatch(expected, found["message"]), found["message"]
+    profiled = [e["threads"] for e in map(json.loads, record.read_text().splitlines()) if e["op"] == "profile"]
+    assert profiled == [1]  # one thread while it records (drive.py set 3), put back after
+    assert found["settings_after"]["threads"] == found["settings_before"]["threads"]
 
 
 CUPTI_LOADED = """

@@ -153,6 +153,8 @@ def test_onnx_cpu_asks_ort_for_its_cpu_provider_on_a_gpu_image_too_and_puts_the_
     found = check("onnx.cpu", sim([H100], record=str(record)), tmp_path)
     assert found["status"] == "passed", found["message"]
     assert _sessions(record) == [["CPUExecutionProvider"]]
+    made = [e["torch_threads"] for e in map(json.loads, record.read_text().splitlines()) if e["op"] == "ort_session"]
+    assert made == [1]  # torch on one thread while the session is made and run (drive.py set 3)
     assert found["settings_after"] == found["settings_before"]  # the check runs torch on one thread, then restores
     observed = found["observed"]["onnx_cpu"]
     version = python_with_torch("import onnxruntime; print(onnxruntime.__version__)", sim([]), tmp_path).strip()
