@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,10 @@ from publish_kit import matrix_with
 from builder.build.plan import make_plan
 from builder.cli.main import main
 from builder.matrix import Matrix
-from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, Assurance, bake, github_matrix
+from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, Assurance, bake, build_flags, github_matrix
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish
+from builder.render.network import Network
 
 SET = """
 [[publish]]
@@ -213,3 +215,26 @@ def test_bad_gate_and_attest_flags_are_one_line_and_exit_2(
         main(["--matrix", m.path, *argv])
     err = capsys.readouterr().err
     assert exit_.value.code == 2 and message in err and err.count("\n") == 1, err
+
+
+def test_a_refresh_token_comes_after_the_other_flags_which_it_leaves_as_they_were(m: Matrix) -> None:
+    plain, refreshed = expand(m)[0], expand(m, refresh="2026-W48")[0]
+    assert [i.id for i in plain] == [i.id for i in refreshed] and plain
+    for before, after in zip(plain, refreshed, strict=True):
+        flags = build_flags(after)
+        at = flags.index("--refresh")
+        assert flags[at : at + 2] == ["--refresh", "2026-W48"]
+        assert flags[:at] + flags[at + 2 :] == build_flags(before)
+
+
+def test_bake_hands_buildx_the_host_s_files_as_secrets_never_the_generated_pip_conf(
+    m: Matrix, items: list[Item], tmp_path: Path
+) -> None:
+    """The pip.conf torchyard writes at build time (it may hold the index's credentials) is no file bake could
+    read: a bake user gives the index through its own secret; the CA bundle is a file on the host."""
+    network = Network(ca_bundle=Path("/etc/ssl/certs/corp.pem"), pip_index_url="https://u:p@pypi.corp/simple")
+    with_network = [replace(i, options=replace(i.options, network=network)) for i in items]
+    data = bake(plan_publish(m, with_network, []), REPO, tmp_path, None)
+    commons = [body for body in data["target"].values() if "context" in body]
+    assert commons and all(body["secret"] == ["id=cacert,src=/etc/ssl/certs/corp.pem"] for body in commons)
+    assert "u:p" not in json.dumps(data)

@@ -15,7 +15,7 @@ from builder.build.multiplatform import IndexResult, combined_hash
 from builder.build.plan import make_plan
 from builder.core.errors import MatrixError
 from builder.core.kinds import AliasStatus, Platform, Status
-from builder.publish.export import bake, github_matrix
+from builder.publish.export import ARM_GPU_RUNNER, GPU_RUNNER, bake, github_matrix
 from builder.publish.items import expand
 from builder.publish.plan import plan_publish
 from builder.publish.run import NO_PUSH_INDEX, ItemResult, Report
@@ -181,6 +181,14 @@ def test_the_github_matrix_builds_arm64_natively_on_arm_runners(tmp_path: Path) 
     assert arm64["push"].startswith(f"torchyard promote {REPO}-candidates:{TAG}-arm64 {REPO}:{TAG}-arm64 ")
     assert amd64["push"].startswith(f"torchyard promote {REPO}-candidates:{TAG} {REPO}:{TAG}-amd64 ")
     assert arm64["image"] == f"{REPO}:{TAG}-arm64"
+
+
+def test_an_arm64_cuda_image_is_smoked_on_an_arm64_gpu_runner(tmp_path: Path) -> None:
+    fakes = fakes_for(BOTH, tmp_path)
+    amd64, arm64 = github_matrix(plan_publish(fakes.m, fakes.items, []), REPO, f"{REPO}-candidates", "all")["include"]
+    assert (amd64["gpu"], arm64["gpu"]) == (True, True)
+    assert (amd64["smoke-runs-on"], arm64["smoke-runs-on"]) == (GPU_RUNNER, ARM_GPU_RUNNER)
+    assert ARM_GPU_RUNNER == ["self-hosted", "gpu", "arm64"] and GPU_RUNNER == ["self-hosted", "gpu"]
 
 
 def test_bake_carries_each_targets_platform(tmp_path: Path) -> None:
