@@ -11,6 +11,11 @@ bench reads its result formats). Install it into the venv first:
     .venv/bin/pip install -e '.[dev,mutation]'
     nice -n 10 .venv/bin/python bench/mutation.py [GROUP ...] [--jobs 2] [--work /tmp/torchyard-mutation]
     .venv/bin/python bench/mutation.py --list
+    nice -n 10 .venv/bin/python bench/mutation.py GROUP --work W --rerun [--mutants NAME ...]
+
+--rerun reuses W's earlier run of the group after tests were written for its survivors: it brings the copy's tests
+and unmutated code up to the checkout, runs the survivors again (or the mutants named) and scores the whole run. It
+refuses when a mutated file changed since (mutmut numbers its mutants anew).
 
 mutmut 3 mutates code inside functions and methods (it switches mutants through a trampoline per function):
 module-level constants, such as redact.py's regular expressions, are not mutated by it. Those are held by
@@ -83,7 +88,13 @@ GROUPS = (
     Group("host", ("builder/host/*.py",), ("test_doctor.py", "test_inspect.py")),
     Group("publish", ("builder/publish/*.py",), ("test_publish_platforms.py", "test_publish_set.py")),
     Group("resolve", ("builder/resolve/*.py", "builder/resolve/rules/*.py"), ("test_rules.py", "test_one_answer.py")),
-    Group("smoke/checks", ("builder/smoke/checks_*.py",), TORCH_TESTS, children=True, deselect=(WHOLE_SUITE,)),
+    Group(
+        "smoke/checks",
+        ("builder/smoke/checks_*.py", "builder/smoke/ddp_rank.py"),  # ddp_rank: the ranks ddp's checks start
+        TORCH_TESTS,
+        children=True,
+        deselect=(WHOLE_SUITE,),
+    ),
 )
 BRIDGE = ROOT / "bench" / "mutmut_bridge"
 TORCH_PYTHON = ROOT / ".venv-torch" / "bin" / "python"  # scripts/setup makes it
@@ -112,21 +123,30 @@ def test_files(group: Group) -> list[str]:
     return [f"{UNIT}/{name}" for name in sorted(chosen)] + [f"{UNIT}/test_mutants.py::test_the_code_as_it_is_passes"]
 
 
-def prepare(group: Group, work: Path) -> Path:
-    """A copy of the checkout (what git tracks or would track) with the group's [mutmut] configuration."""
-    folder = work / group.name.replace("/", "-")
-    shutil.rmtree(folder, ignore_errors=True)
-    listed = subprocess.run(
+def listed() -> list[str]:
+    """What git tracks or would track (no ignored file): what a copy of the checkout holds."""
+    names = subprocess.run(
         ["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()
-    for name in listed:
-        source = ROOT / name
-        if source.is_file() and not source.is_symlink():
-            (folder / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, folder / name)
+    return [n for n in names if (ROOT / n).is_file() and not (ROOT / n).is_symlink()]
+
+
+def prepare(group: Group, work: Path) -> Path:
+    """A copy of the checkout with the group's [mutmut] configuration."""
+    folder = work / group.name.replace("/", "-")
+    shutil.rmtree(folder, ignore_errors=True)
+    for name in listed():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, folder / name)
     for name in mutated_files(group):  # mutmut skips decorated functions: plain defs + assignments in the copy
         path = folder / name
         path.write_text(undecorate(path.read_text(encoding="utf-8")), encoding="utf-8")
+    configure(group, folder)
+    return folder
+
+
+def configure(group: Group, folder: Path) -> None:
+    """setup.cfg's [mutmut] section: what is mutated, which tests run, and the plugins."""
     # tests read them (test_docs_truth checks that every file the docs name exists: .ci/run, bench/*.py;
     # test_render_matrix lints with .hadolint.yaml, and hadolint given a missing config prints no JSON)
     copied = (
@@ -159,7 +179,42 @@ def prepare(group: Group, work: Path) -> Path:
     lines += ["pytest_add_cli_args_test_selection =", *(f"    {t}" for t in test_files(group))]
     lines += ["use_git_change_detection = false", ""]
     (folder / "setup.cfg").write_text("\n".join(lines), encoding="utf-8")
-    return folder
+
+
+def refresh(group: Group, folder: Path) -> str | None:
+    """For --rerun: an earlier run's folder brought up to the checkout (its tests, the code it does not mutate, the
+    test selection), keeping the mutants and what mutmut recorded. None, or why the folder cannot be reused: a
+    mutated file that changed since has its mutants numbered anew, so the earlier results name other changes."""
+    if not (folder / "mutants").is_dir():
+        return f"{folder} holds no earlier run of {group.name} (run it once without --rerun)"
+    mutated = set(mutated_files(group))
+    for name in sorted(mutated):
+        earlier = folder / name
+        now = undecorate((ROOT / name).read_text(encoding="utf-8"))
+        if not earlier.is_file() or earlier.read_text(encoding="utf-8") != now:
+            return f"{name} changed since the run in {folder}: its mutants are numbered anew; run without --rerun"
+    for name in listed():
+        if name in mutated:
+            continue
+        for base in (folder, folder / "mutants"):
+            if base == folder or (base / name.split("/")[0]).exists():  # mutmut's copy holds what it was told to
+                (base / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / name, base / name)
+    configure(group, folder)
+    return None
+
+
+def alive(folder: Path) -> list[str]:
+    """The mutants an earlier run let live or reached with no test: what a rerun is for."""
+    listing = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    wanted = (": survived", ": no tests", ": suspicious")
+    return [line.split(":")[0].strip() for line in listing.splitlines() if line.rstrip().endswith(wanted)]
 
 
 FULL_NAME = """
@@ -248,8 +303,17 @@ def order_check(folder: Path, env: dict[str, str]) -> str | None:
     return " | ".join((done.stdout + done.stderr).strip().splitlines()[-5:])
 
 
-def run(group: Group, work: Path, jobs: int, mutants: list[str], check_order: bool) -> dict[str, object]:
-    folder = prepare(group, work)
+def run(group: Group, work: Path, jobs: int, mutants: list[str], check_order: bool, rerun: bool) -> dict[str, object]:
+    if rerun:
+        folder = work / group.name.replace("/", "-")
+        why = refresh(group, folder)
+        if why is not None:
+            return {"group": group.name, "error": why}
+        mutants = mutants or alive(folder)
+        if not mutants:
+            return {"group": group.name, "error": f"nothing to rerun in {folder}: every mutant was caught"}
+    else:
+        folder = prepare(group, work)
     mutmut = [sys.executable, "-m", "mutmut"]
     start = time.monotonic()
     argv = [*mutmut, "run", "--max-children", str(jobs), *mutants]
@@ -300,6 +364,11 @@ def main() -> int:
         "--mutants", nargs="+", default=[], metavar="GLOB", help="only these mutants, by mutmut's names ('builder.x.*')"
     )
     parser.add_argument(
+        "--rerun",
+        action="store_true",
+        help="in --work's earlier run of the group: its survivors (or --mutants) again, with the checkout's tests now",
+    )
+    parser.add_argument(
         "--no-order-check",
         action="store_true",
         help="skip running the selected tests once more in fast_first's order on the code as it is",
@@ -324,7 +393,7 @@ def main() -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     results = []
     for group in chosen:
-        result = run(group, args.work, args.jobs, args.mutants, not args.no_order_check)
+        result = run(group, args.work, args.jobs, args.mutants, not args.no_order_check, args.rerun)
         results.append(result)
         if "error" in result:
             print(f"{group.name}: {result['error']}", flush=True)
