@@ -62,6 +62,7 @@ def run_child(config: dict[str, Any]) -> int:
         "weights": digest(model),
         "deterministic": bool(torch.are_deterministic_algorithms_enabled()),
         "cublas_workspace": os.environ.get("CUBLAS_WORKSPACE_CONFIG"),
+        "threads": torch.get_num_threads(),
         "step_seconds": timer.seconds / max(1, int(config["steps"]) - warmup),
     }
     with open(config["out"], "w", encoding="utf-8") as handle:
@@ -141,7 +142,12 @@ def determinism_cpu(ctx: Context) -> str:
     config = dict(CPU_RUN, device="cpu", deterministic=True, threads=threads)
     first, second = runs([dict(config), dict(config)], CPU_TIMEOUT * ctx.timeout_scale * BUDGET, together=True)
     said = compare(first, second)
-    ctx.observed["determinism_cpu"] = {"steps": len(first["losses"]), "weights": first["weights"], "threads": threads}
+    ctx.observed["determinism_cpu"] = {
+        "steps": len(first["losses"]),
+        "weights": first["weights"],
+        "threads": threads,
+        "threads_used": [first["threads"], second["threads"]],  # torch's own count in each run
+    }
     return f"2 fresh processes, seed 0, {threads} thread(s) each: {said}"
 
 

@@ -22,9 +22,9 @@ memory_head and memory_tail (a filled GPU tensor's first or last element stays 0
 `"cudnn": null` makes cuDNN unavailable, `"cudnn_enabled": false` disables it; `"cupti": true` puts kernel
 events into the profiler's traces (without it they have none, as without libcupti); `"record": PATH` logs each
 process group's backend, each all_reduce (bytes, simulated GPU), each matmul, convolution and copy_ (dtypes,
-shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32 and benchmark settings), each torch.empty on
-a GPU (bytes, dtype, GPU), each scaled_dot_product_attention (shapes, dtypes, GPUs, is_causal) and each start of
-the profiler (torch's thread count then) as JSON lines;
+shapes, bytes, GPUs, TF32, non_blocking; a convolution's cuDNN TF32, benchmark and deterministic settings),
+each torch.empty on a GPU (bytes, dtype, GPU), each scaled_dot_product_attention (shapes, dtypes, GPUs,
+is_causal) and each start of the profiler (torch's thread count then) as JSON lines;
 `"event_seconds": S` makes
 every pair of CUDA events S seconds apart, so a check's figures (TFLOP/s, GB/s) can be computed by the test;
 `"sdpa_missing": ["flash", ...]` makes attention restricted to those fused backends fail as on a GPU without them.

@@ -109,12 +109,15 @@ def mode_class(torch: Any) -> Any:
 
         def _record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
             """With "record", each matmul, convolution and copy_: dtypes, shapes, bytes, each tensor's GPU, TF32
-            (cuDNN's for a convolution, with cuDNN's benchmark setting), blocking."""
+            (cuDNN's for a convolution, with cuDNN's benchmark and deterministic settings), blocking."""
             if not self.cfg.get("record"):
                 return
             tensors = [a for a in args if isinstance(a, torch.Tensor)]
             copy, conv = func is torch.Tensor.copy_, func in convs
-            cudnn = {"benchmark": bool(torch.backends.cudnn.benchmark)} if conv else {}
+            settings = torch.backends.cudnn
+            cudnn = (
+                {"benchmark": bool(settings.benchmark), "deterministic": bool(settings.deterministic)} if conv else {}
+            )
             note(
                 self.cfg,
                 {

@@ -104,12 +104,16 @@ def python_with_torch(code: str, config: dict[str, Any], tmp_path: Path) -> str:
     return done.stdout
 
 
-def cpu_suite(tmp_path: Path, *args: str, faults: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
-    """The suite on real torch without simulated GPUs; `faults` (tests/gpu_sim/torchyard_faults.py) break it."""
+def cpu_suite(
+    tmp_path: Path, *args: str, faults: tuple[str, ...] = (), env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any]]:
+    """The suite on real torch without simulated GPUs; `faults` (tests/gpu_sim/torchyard_faults.py) break it;
+    `env`: more environment for it."""
     python = torch_python()
     assert python is not None
     out = tmp_path / "report.json"
-    env = dict(os.environ, PYTHONPATH=f"{SIM_DIR}{os.pathsep}{ROOT}", TORCHYARD_SMOKE_FAULTS=json.dumps(list(faults)))
+    env = dict(os.environ, **(env or {}))
+    env.update(PYTHONPATH=f"{SIM_DIR}{os.pathsep}{ROOT}", TORCHYARD_SMOKE_FAULTS=json.dumps(list(faults)))
     env.pop("TORCHYARD_GPU_SIM", None)
     argv = [python, str(SUITE), "--json", str(out), *args]
     done = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900, check=False)

@@ -544,8 +544,15 @@ def test_the_profiler_reports_the_cupti_library_the_process_loaded(tmp_path: Pat
 
 
 def test_determinism_on_the_gpu_is_bitwise_and_its_cost_is_a_ratio_of_step_times(tmp_path: Path) -> None:
-    found = check("gpu.determinism", sim([H100], event_seconds=0.001), tmp_path)
+    record = tmp_path / "record.jsonl"
+    found = check("gpu.determinism", sim([H100], event_seconds=0.001, record=str(record)), tmp_path)
     assert found["status"] == "passed", found["message"]
+    runs: dict[int, set[tuple[bool, bool]]] = {}  # each run's process: its convolutions' cuDNN settings
+    for entry in map(json.loads, record.read_text().splitlines()):
+        if entry["op"] == "conv":
+            runs.setdefault(entry["pid"], set()).add((entry["benchmark"], entry["deterministic"]))
+    # (benchmark, deterministic): two deterministic runs, then torch's defaults; cuDNN never picks by timing
+    assert list(runs.values()) == [{(False, True)}, {(False, True)}, {(False, False)}]
     observed = found["observed"]["determinism_gpu"]
     assert (observed["steps"], observed["batch"], observed["cublas_workspace_config"]) == (4, 8, ":4096:8")
     # every timed region lasts 1 ms in the simulation: both runs' steps take the same time, so the cost is 1

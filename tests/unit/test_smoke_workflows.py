@@ -374,7 +374,8 @@ def _determinism(monkeypatch: pytest.MonkeyPatch, image: FakeImage, found: list[
 def test_determinism_cpu_runs_two_processes_at_once_sharing_the_cpus(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cpus: int, threads: int
 ) -> None:
-    asked = _determinism(monkeypatch, FakeImage(), [run(weights="abcdef0123456789"), run(weights="abcdef0123456789")])
+    reports = [run(weights="abcdef0123456789", threads=threads), run(weights="abcdef0123456789", threads=threads + 1)]
+    asked = _determinism(monkeypatch, FakeImage(), reports)
     monkeypatch.setattr(checks_determinism, "cpu_threads", lambda: (cpus, "test"))
     ctx = context(tmp_path)
     ctx.timeout_scale = 2.0
@@ -386,7 +387,12 @@ def test_determinism_cpu_runs_two_processes_at_once_sharing_the_cpus(
     config = dict(checks_determinism.CPU_RUN, device="cpu", deterministic=True, threads=threads)
     assert asked == [([config, config], pytest.approx(120 * 2.0 * 0.7), True)]
     assert asked[0][0][0] is not asked[0][0][1]  # each run is told its own report file
-    assert ctx.observed["determinism_cpu"] == {"steps": 3, "weights": "abcdef0123456789", "threads": threads}
+    assert ctx.observed["determinism_cpu"] == {
+        "steps": 3,
+        "weights": "abcdef0123456789",
+        "threads": threads,
+        "threads_used": [threads, threads + 1],
+    }
 
 
 @pytest.mark.parametrize("small", [False, True])

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from sim_kit import cpu_suite, needs_torch
 
+from builder.smoke.compat import cpu_threads
+
 pytestmark = needs_torch
 
 WORKFLOWS = ("--only", "ddp.cpu", "--only", "determinism.cpu", "--only", "profiler.cpu")
@@ -23,7 +25,9 @@ def _checks(report: dict[str, object]) -> dict[str, tuple[str, str]]:
 
 
 def test_ddp_determinism_and_the_profiler_pass_on_real_torch(tmp_path: Path) -> None:
-    code, report = cpu_suite(tmp_path, *WORKFLOWS)
+    share = max(1, cpu_threads()[0] // 2)  # determinism.cpu's two runs: half the CPUs each
+    # torch's default in a fresh process is OMP_NUM_THREADS: another count, so a run that kept it shows
+    code, report = cpu_suite(tmp_path, *WORKFLOWS, env={"OMP_NUM_THREADS": str(share + 1)})
     checks = _checks(report)
     assert {n: s for n, (s, _) in checks.items()} == dict.fromkeys(
         ("ddp.cpu", "determinism.cpu", "profiler.cpu"), "passed"
@@ -37,6 +41,8 @@ def test_ddp_determinism_and_the_profiler_pass_on_real_torch(tmp_path: Path) -> 
     observed = report["observed"]
     assert isinstance(observed, dict)
     assert observed["ddp_cpu"]["last_loss"] < 0.9 * observed["ddp_cpu"]["first_loss"]
+    assert observed["determinism_cpu"]["threads"] == share
+    assert observed["determinism_cpu"]["threads_used"] == [share, share]
 
 
 def test_each_fails_when_broken_a_desynchronised_rank_a_non_deterministic_op_no_profiler(tmp_path: Path) -> None:
