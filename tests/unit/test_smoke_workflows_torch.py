@@ -6,10 +6,11 @@ GPUs in test_gpu_sim.py. Like test_gpu_sim.py, these tests start processes (the 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from sim_kit import cpu_suite, needs_torch
+from sim_kit import cpu_suite, needs_torch, python_with_torch, sim
 
 from builder.smoke.compat import cpu_threads
 
@@ -74,3 +75,36 @@ def test_a_rank_that_never_joins_fails_inside_the_timeout_with_its_last_words(tm
     ), message
     assert "rank 1's last words: 'rank 1: joining the process group (gloo, world 2)'" in message
     assert report["checks"][0]["seconds"] < 42
+
+
+REFERENCE_RUN = """
+import json, torch
+from builder.smoke.checks_determinism import run_child
+from builder.smoke.model import SmallResNet, digest
+
+config = {"device": "cpu", "deterministic": True, "threads": 1, "steps": 3, "warmup": 2, "batch": 4, "size": 8,
+          "width": 8, "seed": 0, "out": "run.json"}
+assert run_child(config) == 0
+with open("run.json", encoding="utf-8") as handle:
+    found = json.load(handle)
+# the same training written out: seed 0, the model, its data, Adam at 3e-3, every step's loss in order
+torch.manual_seed(0)
+model = SmallResNet(width=8)
+images, labels = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+losses = []
+for _ in range(3):
+    optimizer.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.cross_entropy(model(images), labels)
+    loss.backward()
+    optimizer.step()
+    losses.append(float(loss.detach()).hex())
+print(json.dumps({"losses": found["losses"] == losses, "weights": found["weights"] == digest(model),
+                  "threads": found["threads"], "deterministic": found["deterministic"]}))
+"""
+
+
+def test_a_determinism_run_is_the_seeded_training_it_says_step_by_step(tmp_path: Path) -> None:
+    """run_child against the same training written out (2 warm-up steps of 3): each loss, in its step's place."""
+    said = json.loads(python_with_torch(REFERENCE_RUN, sim([]), tmp_path).strip().splitlines()[-1])
+    assert said == {"losses": True, "weights": True, "threads": 1, "deterministic": True}
