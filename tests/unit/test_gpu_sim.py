@@ -557,6 +557,7 @@ def test_determinism_on_the_gpu_is_bitwise_and_its_cost_is_a_ratio_of_step_times
     assert (observed["steps"], observed["batch"], observed["cublas_workspace_config"]) == (4, 8, ":4096:8")
     # every timed region lasts 1 ms in the simulation: both runs' steps take the same time, so the cost is 1
     assert observed["step_seconds_deterministic"] == observed["step_seconds_default"] and observed["cost"] == 1.0
+    assert observed["step_seconds_deterministic"] == pytest.approx(0.001 / 3)  # the 3 timed steps after 1 of warm-up
     assert found["message"].startswith("2 fresh processes, seed 0, CUBLAS_WORKSPACE_CONFIG=:4096:8: ")
     assert found["message"].endswith("; a step takes 1.00x torch's default (non-deterministic) time")
 
