@@ -108,3 +108,90 @@ def test_a_determinism_run_is_the_seeded_training_it_says_step_by_step(tmp_path:
     """run_child against the same training written out (2 warm-up steps of 3): each loss, in its step's place."""
     said = json.loads(python_with_torch(REFERENCE_RUN, sim([]), tmp_path).strip().splitlines()[-1])
     assert said == {"losses": True, "weights": True, "threads": 1, "deterministic": True}
+
+
+REFERENCE_DDP = """
+import json, os, socket
+import torch
+import torch.multiprocessing as mp
+from builder.smoke import ddp_rank
+from builder.smoke.model import SmallResNet, digest
+
+CONFIG = {"steps": 4, "warmup": 2, "batch": 4, "size": 8, "width": 8, "lr": 0.05, "out": os.getcwd(),
+          "backend": "gloo", "device": "cpu", "timeout": 60.0, "threads": 1}
+
+
+def rank(index, port):
+    os.environ.update(RANK=str(index), WORLD_SIZE="2", LOCAL_RANK=str(index), MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(port))
+    assert ddp_rank.main(CONFIG) == 0
+
+
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+mp.start_processes(rank, args=(port,), nprocs=2, join=True, start_method="fork")  # -c: nothing to spawn from
+found = [json.load(open(f"rank{r}.json", encoding="utf-8")) for r in (0, 1)]
+
+# the same DDP training written out in one process: each rank's start (seed 1000 + rank), its own data (a
+# generator seeded by its rank), rank 0's weights for both, the ranks' mean gradient, SGD with momentum 0.9
+torch.set_num_threads(1)
+starts = []
+for r in (0, 1):
+    torch.manual_seed(1000 + r)
+    starts.append(SmallResNet(width=8))
+digests = [digest(s) for s in starts]
+data = []
+for r in (0, 1):
+    g = torch.Generator().manual_seed(r)
+    data.append((torch.randn(4, 3, 8, 8, generator=g), torch.randint(0, 10, (4,), generator=g)))
+model = starts[0]
+
+
+def local_gradients():
+    grads, losses = [], []
+    for images, labels in data:
+        model.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+        losses.append(float(loss))
+    return grads, losses
+
+
+grads, _ = local_gradients()
+mean = torch.stack(grads).mean(dim=0)
+scale = float(mean.abs().max()) or 1.0
+spread = [max(float((g - grads[r]).abs().max()) for g in grads) / scale for r in (0, 1)]
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+losses = []
+for _ in range(4):
+    grads, each = local_gradients()
+    model.zero_grad(set_to_none=True)
+    for p, chunk in zip(model.parameters(), torch.stack(grads).mean(dim=0).split([p.numel() for p in model.parameters()])):
+        p.grad = chunk.view_as(p).clone()
+    optimizer.step()
+    losses.append(sum(each) / 2)
+print(json.dumps({
+    "before": [f["before"] for f in found] == digests,
+    "broadcast": [f["broadcast"] for f in found] == [digests[0]] * 2,
+    "ranks": [(f["rank"], f["world"], f["timed_steps"]) for f in found],
+    "spread": [abs(f["grad_spread"] - s) <= 1e-5 * s for f, s in zip(found, spread)],
+    "error": [f["grad_error"] < 1e-5 for f in found],
+    "losses": [max(abs(a - b) / b for a, b in zip(f["losses"], losses)) < 1e-5 for f in found],
+}))
+"""
+
+
+def test_ddp_ranks_train_what_the_same_ddp_training_written_out_gives(tmp_path: Path) -> None:
+    """Two gloo ranks of ddp_rank.main against one process doing their work by hand: starts, data, the first
+    gradients' spread, every step's loss (the ranks' mean) in its place."""
+    said = json.loads(python_with_torch(REFERENCE_DDP, sim([]), tmp_path).strip().splitlines()[-1])
+    assert said == {
+        "before": True,
+        "broadcast": True,
+        "ranks": [[0, 2, 2], [1, 2, 2]],
+        "spread": [True, True],
+        "error": [True, True],
+        "losses": [True, True],
+    }
