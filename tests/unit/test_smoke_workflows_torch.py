@@ -168,7 +168,8 @@ losses = []
 for _ in range(4):
     grads, each = local_gradients()
     model.zero_grad(set_to_none=True)
-    for p, chunk in zip(model.parameters(), torch.stack(grads).mean(dim=0).split([p.numel() for p in model.parameters()])):
+    sizes = [p.numel() for p in model.parameters()]
+    for p, chunk in zip(model.parameters(), torch.stack(grads).mean(dim=0).split(sizes)):
         p.grad = chunk.view_as(p).clone()
     optimizer.step()
     losses.append(sum(each) / 2)
