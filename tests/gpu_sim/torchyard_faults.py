@@ -5,6 +5,8 @@ ranks, the determinism runs.
 
 - ddp_desync: rank 1 (RANK=1) nudges its first parameter at every optimizer.zero_grad(): it drifts from the others;
 - ddp_hang: rank 1 never joins (init_process_group sleeps for an hour);
+- ddp_grad_off: DDP's gradient all_reduce (a comm hook on every DistributedDataParallel) gives 1.001 times the
+  ranks' mean: a reduction that is off by 1e-3 of every gradient;
 - nondeterministic: conv2d adds noise of 1e-6 from a generator seeded from os.urandom, like a kernel that
   accumulates in an order that changes from run to run (outside torchrun's ranks, so that only the determinism
   checks see it);
@@ -39,6 +41,8 @@ def install(torch: Any) -> None:
         _desync(torch)
     if "ddp_hang" in armed and rank1:
         _hang(torch)
+    if "ddp_grad_off" in armed:
+        _grad_off()
     if "nondeterministic" in armed and "RANK" not in os.environ:  # not in torchrun's ranks: it breaks one check
         _noisy_conv(torch)
     if "profiler_off" in armed:
@@ -66,6 +70,24 @@ def _wrong_cpp(op: str) -> None:
 
     setattr(cpp.CppOverrides, op, staticmethod(lambda x: f"({x})"))
     setattr(cpp.CppVecOverrides, op, staticmethod(lambda x: f"({x})"))
+
+
+def _grad_off() -> None:
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    from torch.nn.parallel import DistributedDataParallel
+
+    real = DistributedDataParallel.__init__
+
+    # a lambda: torch refuses a hook whose `bucket` is annotated other than dist.GradBucket (a string here)
+    off = lambda state, bucket: default_hooks.allreduce_hook(state, bucket).then(  # noqa: E731
+        lambda done: done.value() * 1.001
+    )
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        self.register_comm_hook(None, off)
+
+    DistributedDataParallel.__init__ = __init__
 
 
 def _desync(torch: Any) -> None:

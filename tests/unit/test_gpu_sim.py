@@ -569,6 +569,7 @@ def test_ddp_on_the_gpus_times_a_step_per_gpu_count(tmp_path: Path) -> None:
     assert [observed["runs"][n]["world"] for n in ("1", "2")] == [1, 2]
     step = observed["step_seconds"]["1"]
     assert observed["step_seconds"] == {"1": step, "2": step}  # the same fixed interval per timed region
+    assert step == pytest.approx(0.001 / 3)  # over the 3 timed steps of --small's 5 (2 of warm-up)
     batch = observed["batch_per_gpu"]
     assert observed["images_per_second"] == {"1": batch / step, "2": batch * 2 / step}
     assert observed["scaling_efficiency"] == {"1": 1.0, "2": 1.0}

@@ -180,6 +180,7 @@ print(json.dumps({
     "spread": [abs(f["grad_spread"] - s) <= 1e-5 * s for f, s in zip(found, spread)],
     "error": [f["grad_error"] < 1e-5 for f in found],
     "losses": [max(abs(a - b) / b for a, b in zip(f["losses"], losses)) < 1e-5 for f in found],
+    "log": [line.split("(pid ")[0] for line in open("rank1.log", encoding="utf-8").read().splitlines()],
 }))
 """
 
@@ -195,4 +196,24 @@ def test_ddp_ranks_train_what_the_same_ddp_training_written_out_gives(tmp_path: 
         "spread": [True, True],
         "error": [True, True],
         "losses": [True, True],
+        "log": [  # each stage announced first: the last line of a rank that hangs or dies says where
+            "rank 1: importing torch ",
+            "rank 1: joining the process group (gloo, world 2)",
+            "rank 1: joined; building the model",
+            "rank 1: local gradients (no_sync) against DDP's",
+            "rank 1: steps 1-4 (2 of warm-up)",
+            "rank 1: done",
+        ],
     }
+
+
+def test_ddp_fails_when_its_gradient_is_not_the_ranks_mean_and_says_by_how_much(tmp_path: Path) -> None:
+    # ddp_grad_off: DDP's all_reduce gives 1.001 times the mean, so every rank's gradient is off by 1e-3 of the largest
+    code, report = cpu_suite(tmp_path, "--only", "ddp.cpu", faults=("ddp_grad_off",))
+    ((status, message),) = _checks(report).values()
+    assert (code, status) == (1, "failed")
+    assert re.fullmatch(
+        r"rank [01]: DDP's gradient differs from the mean of the ranks' own gradients by 1\.0e-03 of its largest "
+        r"value \(tolerance 1e-05\): gradients not averaged",
+        message,
+    ), message
