@@ -18,7 +18,7 @@ import pytest
 from fake_torch import FakeImage, Gpu, Installer
 from smoke_kit import context, outcome
 
-from builder.smoke import checks_ddp, checks_determinism, checks_profiler, procs
+from builder.smoke import checks_ddp, checks_determinism, checks_profiler, ddp_rank, procs
 from builder.smoke.framework import FAIL, SKIP, Failed
 
 
@@ -524,3 +524,37 @@ def test_a_torch_built_without_distributed_fails_ddp(monkeypatch: pytest.MonkeyP
         FAIL,
         "torch 2.14.1+cu130 was built without distributed support: DDP cannot run",
     )
+
+
+# --- ddp_rank.main: what a rank that fails leaves in its log ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raised", "said"),
+    [
+        (
+            RuntimeError("\n  NCCL error: unhandled system error\nLast error: socket timeout\n"),
+            "RuntimeError: NCCL error: unhandled system error",
+        ),
+        (KeyError("backend"), "KeyError: 'backend'"),
+        (MemoryError(), "MemoryError: "),
+        (OSError("cannot read /données/rank1"), "OSError: cannot read /données/rank1"),  # UTF-8 whatever the locale
+    ],
+)
+def test_a_rank_that_fails_logs_the_first_line_of_why_and_writes_no_report(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, c_locale: None, raised: BaseException, said: str
+) -> None:
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(ddp_rank, "die_with_parent", lambda: None)
+
+    def train(config: dict[str, Any], rank: int, world: int, log: ddp_rank.Log) -> dict[str, Any]:
+        log("importing torch (pid 7)")
+        raise raised
+
+    monkeypatch.setattr(ddp_rank, "train", train)
+    with pytest.raises(type(raised)):
+        ddp_rank.main({"out": str(tmp_path)})
+    lines = (tmp_path / "rank1.log").read_text(encoding="utf-8").splitlines()
+    assert lines == ["rank 1: importing torch (pid 7)", f"rank 1: failed: {said}"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rank1.log"]
