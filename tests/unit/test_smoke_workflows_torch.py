@@ -118,13 +118,16 @@ from builder.smoke import ddp_rank
 from builder.smoke.model import SmallResNet, digest
 
 CONFIG = {"steps": 4, "warmup": 2, "batch": 4, "size": 8, "width": 8, "lr": 0.05, "out": os.getcwd(),
-          "backend": "gloo", "device": "cpu", "timeout": 60.0, "threads": 1}
+          "backend": "gloo", "device": "cpu", "timeout": 60.0, "threads": 2}
 
 
 def rank(index, port):
     os.environ.update(RANK=str(index), WORLD_SIZE="2", LOCAL_RANK=str(index), MASTER_ADDR="127.0.0.1",
                       MASTER_PORT=str(port))
+    torch.set_num_threads(3)  # not the rank's share: main must set its own
     assert ddp_rank.main(CONFIG) == 0
+    with open(f"threads{index}", "w", encoding="utf-8") as handle:
+        handle.write(str(torch.get_num_threads()))
 
 
 with socket.socket() as s:
@@ -180,6 +183,7 @@ print(json.dumps({
     "spread": [abs(f["grad_spread"] - s) <= 1e-5 * s for f, s in zip(found, spread)],
     "error": [f["grad_error"] < 1e-5 for f in found],
     "losses": [max(abs(a - b) / b for a, b in zip(f["losses"], losses)) < 1e-5 for f in found],
+    "threads": [int(open(f"threads{r}", encoding="utf-8").read()) for r in (0, 1)],
     "log": [line.split("(pid ")[0] for line in open("rank1.log", encoding="utf-8").read().splitlines()],
 }))
 """
@@ -196,6 +200,7 @@ def test_ddp_ranks_train_what_the_same_ddp_training_written_out_gives(tmp_path: 
         "spread": [True, True],
         "error": [True, True],
         "losses": [True, True],
+        "threads": [2, 2],
         "log": [  # each stage announced first: the last line of a rank that hangs or dies says where
             "rank 1: importing torch ",
             "rank 1: joining the process group (gloo, world 2)",
