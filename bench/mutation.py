@@ -196,25 +196,31 @@ def refresh(group: Group, folder: Path) -> str | None:
     for name in listed():
         if name in mutated:
             continue
-        for base in (folder, folder / "mutants"):
-            if base == folder or (base / name.split("/")[0]).exists():  # mutmut's copy holds what it was told to
-                (base / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / name, base / name)
+        copies = [folder]
+        if (folder / "mutants" / name.split("/")[0]).exists():  # mutmut's copy holds what it was told to copy
+            copies.append(folder / "mutants")
+        for base in copies:
+            (base / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, base / name)
     configure(group, folder)
     return None
 
 
+def mutmut_results(folder: Path) -> str:
+    """`mutmut results --all true` in the folder: a line per mutant, `NAME: STATUS`."""
+    argv = [sys.executable, "-m", "mutmut", "results", "--all", "true"]
+    return subprocess.run(argv, cwd=folder, capture_output=True, text=True, check=False).stdout
+
+
+def named(listing: str, *statuses: str) -> list[str]:
+    """The names of the mutants of `mutmut_results` whose status is one of these."""
+    wanted = tuple(f": {status}" for status in statuses)
+    return [line.split(":")[0].strip() for line in listing.splitlines() if line.rstrip().endswith(wanted)]
+
+
 def alive(folder: Path) -> list[str]:
     """The mutants an earlier run let live or reached with no test: what a rerun is for."""
-    listing = subprocess.run(
-        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    wanted = (": survived", ": no tests", ": suspicious")
-    return [line.split(":")[0].strip() for line in listing.splitlines() if line.rstrip().endswith(wanted)]
+    return named(mutmut_results(folder), "survived", "no tests", "suspicious")
 
 
 FULL_NAME = """
@@ -327,10 +333,9 @@ def run(group: Group, work: Path, jobs: int, mutants: list[str], check_order: bo
         tail = (ran.stdout + ran.stderr).strip().splitlines()[-5:]
         return {"group": group.name, "error": f"mutmut run exit {ran.returncode}: " + " | ".join(tail)}
     ordered = order_check(folder, env) if check_order else "not checked (--no-order-check)"
-    results = [*mutmut, "results", "--all", "true"]
-    listing = subprocess.run(results, cwd=folder, capture_output=True, text=True, check=False).stdout
+    listing = mutmut_results(folder)
     by_module = tally(listing)
-    survivors = [line.split(":")[0].strip() for line in listing.splitlines() if line.strip().endswith(": survived")]
+    survivors = named(listing, "survived")
     diffs = [
         subprocess.run([*mutmut, "show", s], cwd=folder, capture_output=True, text=True, check=False).stdout
         for s in survivors

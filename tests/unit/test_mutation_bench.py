@@ -50,3 +50,20 @@ def test_a_rerun_takes_the_checkouts_tests_and_unmutated_code_and_refuses_a_chan
     assert bench.refresh(group, folder) == (
         f"builder/x.py changed since the run in {folder}: its mutants are numbered anew; run without --rerun"
     )
+
+
+def test_a_rerun_takes_the_mutants_that_lived_or_had_no_test() -> None:
+    listing = (
+        "    builder.x.x_f__mutmut_1: killed\n"
+        "    builder.x.x_f__mutmut_2: survived\n"
+        "    builder.x.x_f__mutmut_3: no tests\n"
+        "    builder.x.xǁCǁm__mutmut_1: suspicious\n"
+        "    builder.x.x_f__mutmut_4: timeout\n"
+        "    builder.x.x_g__mutmut_1: not checked\n"
+    )
+    assert bench.named(listing, "survived") == ["builder.x.x_f__mutmut_2"]
+    assert bench.named(listing, "survived", "no tests", "suspicious") == [
+        "builder.x.x_f__mutmut_2",
+        "builder.x.x_f__mutmut_3",
+        "builder.x.xǁCǁm__mutmut_1",
+    ]
