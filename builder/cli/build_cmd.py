@@ -11,11 +11,6 @@ from typing import Any
 
 import click
 
-from builder.build.context_dir import check_output
-from builder.build.multiplatform import build_platforms, index_tags
-from builder.build.pipeline import BuildSettings, Outcome, build
-from builder.build.plan import Plan, build_request, plan_json, tag_refs
-from builder.build.request import Chosen
 from builder.cli.common import image_command_options, prepare
 from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
 from builder.cli.registry_flags import registry_auth, registry_options
@@ -27,6 +22,11 @@ from builder.core.progress import mode_for
 from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
+from builder.pipeline.context_dir import check_output
+from builder.pipeline.multiplatform import build_platforms, index_tags
+from builder.pipeline.pipeline import BuildSettings, Outcome, build
+from builder.pipeline.plan import Plan, build_request, plan_json, tag_refs
+from builder.pipeline.request import Chosen
 from builder.render.tags import member_tag
 
 

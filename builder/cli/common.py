@@ -9,11 +9,11 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.build.request import Chosen, choose_plan, choose_plans
 from builder.cli.image_options import image_options, render_options_of
 from builder.cli.options import any_host_option, combination_options, folder, matrix_of, raw_query_of, repository
 from builder.core.kinds import Platform, Target, parse_choice, parse_platform
 from builder.matrix.model import Matrix
+from builder.pipeline.request import Chosen, choose_plan, choose_plans
 from builder.render.options import RenderOptions
 from builder.render.tensorrt import check_tensorrt
 from builder.resolve.facts import Facts

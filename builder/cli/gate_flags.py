@@ -11,7 +11,7 @@ import click
 from builder.core.errors import UsageError
 
 if TYPE_CHECKING:  # the gate loads the HTTP stack: only where a command gates
-    from builder.build.gate import SecurityGate
+    from builder.pipeline.gate import SecurityGate
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,10 +41,10 @@ def security_gate(enabled: bool, allowlist: str | None) -> SecurityGate | None:
     """The gate, its allowlist read (and refused, exit 2) before anything is built; None when not asked for."""
     if not enabled:
         return None
-    from builder.build.allowlist import read_allowlist
-    from builder.build.gate import SecurityGate
     from builder.cli.upstream_cmd import ca_bundle
     from builder.net.http import Http
+    from builder.pipeline.allowlist import read_allowlist
+    from builder.pipeline.gate import SecurityGate
 
     entries = read_allowlist(allowlist) if allowlist else ()
     return SecurityGate(Http(verify=ca_bundle(None)), entries)

@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import click
 
-from builder.build.extension_dir import check_extension_dir
 from builder.core import env
 from builder.core.errors import UsageError
 from builder.core.files import read_text
@@ -18,6 +17,7 @@ from builder.core.names import check_mirror
 from builder.core.redact import redact
 from builder.matrix import Matrix
 from builder.matrix.lock import BaseLock, lock_path, read_lock
+from builder.pipeline.extension_dir import check_extension_dir
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.query import known_arch

@@ -28,7 +28,7 @@ from builder.publish.plan import PublishPlan, plan_publish
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
-    from builder.build.gate import SecurityGate
+    from builder.pipeline.gate import SecurityGate
     from builder.publish.run import PublishSettings, Report
     from builder.trust.attest import TrustSettings
 

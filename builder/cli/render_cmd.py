@@ -11,8 +11,6 @@ from typing import Any
 
 import click
 
-from builder.build.context_dir import write_context
-from builder.build.plan import Plan, build_request, plan_json
 from builder.cli.common import image_command_options, prepare
 from builder.cli.output import emit_json
 from builder.cli.request import takes
@@ -20,6 +18,8 @@ from builder.core import env
 from builder.core.errors import UsageError
 from builder.core.files import write_file
 from builder.engine import build_command
+from builder.pipeline.context_dir import write_context
+from builder.pipeline.plan import Plan, build_request, plan_json
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"

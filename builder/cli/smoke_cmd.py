@@ -8,7 +8,6 @@ from pathlib import Path
 
 import click
 
-from builder.build.suite import SmokeOptions, for_platform, run_smoke
 from builder.cli.options import image_reference
 from builder.cli.output import emit_json
 from builder.cli.request import takes
@@ -17,6 +16,7 @@ from builder.core.errors import BuildError, UsageError
 from builder.core.files import check_writable, read_text, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.engine import DockerEngine
+from builder.pipeline.suite import SmokeOptions, for_platform, run_smoke
 from builder.smoke.manifest import Manifest
 from builder.smoke.runner import load_checks, unknown_prefix
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from builder.build.suite import SmokeOptions, run_smoke
 from builder.core.archs import Arch, arch_from
 from builder.core.errors import BuildError, UsageError
 from builder.core.kinds import Platform
@@ -23,6 +22,7 @@ from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVaria
 from builder.net.http import Http, Policy
 from builder.oci.client import Distribution
 from builder.oci.refs import parse_ref, platform_of
+from builder.pipeline.suite import SmokeOptions, run_smoke
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from builder.build.image_set import ImageSet, read_image_set
 from builder.core.files import check_writable, write_report_file
 from builder.engine import Engine
 from builder.lock.locate import PYPI, locate
 from builder.lock.model import Left, Lock, Locked
 from builder.lock.writers import pylock_toml, requirements_txt
 from builder.net.http import Http
+from builder.pipeline.image_set import ImageSet, read_image_set
 
 PYTORCH_INDEX = "https://download.pytorch.org/whl"
 FILES = ("pylock.toml", "requirements.txt")

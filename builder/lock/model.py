@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builder.build.image_set import Installed
+from builder.pipeline.image_set import Installed
 
 __all__ = ["Artifact", "Installed", "Left", "Lock", "Locked"]
 

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.build.context_dir import write_context
-from builder.build.plan import Plan, tag_refs
 from builder.core.kinds import Platform
+from builder.pipeline.context_dir import write_context
+from builder.pipeline.plan import Plan, tag_refs
 from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from builder.build.multiplatform import combined_hash, index_tags
-from builder.build.plan import Plan, make_plan
 from builder.core.errors import TorchyardError
 from builder.matrix.model import Matrix
+from builder.pipeline.multiplatform import combined_hash, index_tags
+from builder.pipeline.plan import Plan, make_plan
 from builder.publish.items import Excluded, Item
 from builder.render.tags import ImageTags, member_tag
 

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from builder.build.gate import SecurityGate
-from builder.build.multiplatform import IndexResult, publish_index
-from builder.build.pipeline import BuildSettings, build
-from builder.build.plan import Plan
-from builder.build.registry import Registry
 from builder.core.errors import Interrupted, TorchyardError
 from builder.core.files import write_report_file
 from builder.core.kinds import AliasStatus, Status
 from builder.core.process import reset_cancel, stop_all
 from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
+from builder.pipeline.gate import SecurityGate
+from builder.pipeline.multiplatform import IndexResult, publish_index
+from builder.pipeline.pipeline import BuildSettings, build
+from builder.pipeline.plan import Plan
+from builder.pipeline.registry import Registry
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.zstd_copies import ZstdResult, published_tags, write_zstd_copies
 from builder.render.tags import ImageTags
@@ -50,7 +50,7 @@ class PublishSettings:
     provenance: tuple[tuple[str, str], ...] = ()  # source/revision/created labels (builder/core/provenance.py)
     trust: TrustSettings | None = field(default=None, repr=False)  # SBOM, provenance, signatures before aliases
     zstd: bool = False  # also a zstd copy of each pushed tag, <tag>-zstd (builder/publish/zstd_copies.py)
-    security_gate: SecurityGate | None = None  # --security-gate (builder/build/gate.py)
+    security_gate: SecurityGate | None = None  # --security-gate (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
 
 
@@ -82,7 +82,9 @@ class Report:
     items: list[ItemResult]
     aliases: list[AliasResult]
     seconds: float
-    indexes: list[IndexResult] = field(default_factory=list)  # multi-platform images (builder/build/multiplatform.py)
+    indexes: list[IndexResult] = field(
+        default_factory=list
+    )  # multi-platform images (builder/pipeline/multiplatform.py)
     zstd: list[ZstdResult] = field(default_factory=list)  # --zstd: the zstd copies (builder/publish/zstd_copies.py)
 
     @property

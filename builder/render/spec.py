@@ -1,6 +1,6 @@
 """One combination + the options -> one ImageSpec: every decision about the image, computed once.
 
-The plan (builder/build/plan.py), the tags and the Dockerfile context read this spec; none of them asks the
+The plan (builder/pipeline/plan.py), the tags and the Dockerfile context read this spec; none of them asks the
 helpers of builder/render/context.py again, so a walk from `choose_plan` goes down to the helpers once and
 comes back up with one frozen value (docs/architecture.md, "The image spec").
 """

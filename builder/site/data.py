@@ -71,7 +71,7 @@ def minor_str_tuple(reports: tuple[int, int]) -> str:
 
 
 def _image(m: Matrix, item: Item, repo: str) -> dict[str, Any]:
-    from builder.build.plan import make_plan  # the tags of the image: the plan computes them
+    from builder.pipeline.plan import make_plan  # the tags of the image: the plan computes them
 
     tags = make_plan(m, item.combo, item.options).target(item.flavor).tags
     gpus = " --gpus all" if item.combo.variant.cuda is not None else ""

@@ -1,5 +1,5 @@
 """Attach an image's SBOM and provenance in its registry, and sign the image and both attachments, after the
-smoke suite passed and before any alias moves (builder/build/pipeline.py calls this between the immutable tag's
+smoke suite passed and before any alias moves (builder/pipeline/pipeline.py calls this between the immutable tag's
 push and the aliases').
 
 Idempotent: what the registry already holds for the digest (an SBOM, a provenance statement, a signature by

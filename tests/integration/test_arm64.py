@@ -26,12 +26,12 @@ from conftest import RUN_ID
 from kit import REGISTRY, ROOT, docker, torchyard
 from oci_kit import push_image
 
-from builder.build.plan import CONTENT_LABEL
 from builder.matrix import load_matrix
 from builder.net.http import Http, Policy
 from builder.oci.client import Distribution
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import parse_repo
+from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import expand
 from builder.publish.plan import plan_publish
 from builder.render.network import NetworkFlags, resolve_network

@@ -15,10 +15,10 @@ from conftest import E2E, Canary
 from kit import AUTH_REGISTRY, AUTH_USER, registry_password, torchyard
 from kit import docker as docker_cli
 
-from builder.build.registry import Registry
 from builder.core.provenance import CREATED, REVISION
 from builder.engine import RegistryAuth
 from builder.matrix import load_matrix
+from builder.pipeline.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ import requests
 from conftest import E2E, RUN_ID
 from kit import CI_DIR, ROOT, Run, default_sigint, torchyard
 
-from builder.build.registry import Registry
+from builder.pipeline.registry import Registry
 
 pytestmark = pytest.mark.docker
 

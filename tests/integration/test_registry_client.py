@@ -15,7 +15,6 @@ from kit import AUTH_REGISTRY, AUTH_USER, REGISTRY, docker, one_line_error, regi
 from oci_kit import push_image
 from token_registry import PASSWORD, USER, TokenRealm, token_registry
 
-from builder.build.registry import Registry
 from builder.core.errors import PushError, UsageError
 from builder.engine import RegistryAuth
 from builder.net.http import Http, Policy
@@ -23,6 +22,7 @@ from builder.oci.client import Distribution
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.promote import promote
 from builder.oci.refs import parse_ref, parse_repo
+from builder.pipeline.registry import Registry
 
 pytestmark = pytest.mark.docker
 

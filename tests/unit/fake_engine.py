@@ -24,13 +24,13 @@ import pytest
 import builder.engine
 import builder.engine.images
 import builder.engine.probe
-from builder.build.plan import Plan
-from builder.build.registry import Registry
-from builder.build.suite import OUT
 from builder.core.errors import BuildError, PushError
 from builder.core.kinds import Platform
 from builder.core.versions import minor_str
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
+from builder.pipeline.plan import Plan
+from builder.pipeline.registry import Registry
+from builder.pipeline.suite import OUT
 from builder.smoke.expect import cudnn_number
 
 BUILD_LINES = (

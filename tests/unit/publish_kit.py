@@ -19,10 +19,10 @@ from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import ROOT
 
 import builder.publish.plan as publish_plan
-from builder.build.plan import CONTENT_LABEL, Plan, make_plan
 from builder.core.errors import TorchyardError
 from builder.engine import BuildRequest, RegistryAuth
 from builder.matrix import Matrix, load_matrix
+from builder.pipeline.plan import CONTENT_LABEL, Plan, make_plan
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish

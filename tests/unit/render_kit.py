@@ -12,10 +12,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from builder.build.plan import Plan, make_plan
 from builder.core.archs import Arch
 from builder.core.kinds import Platform, Strategy
 from builder.matrix import Matrix, load_matrix
+from builder.pipeline.plan import Plan, make_plan
 from builder.render.network import Network, NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.resolve.combos import Combination

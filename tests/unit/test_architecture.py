@@ -23,7 +23,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"engine", "net"}),  # the docker and requests seams
     frozenset({"oci"}),
     frozenset({"trust"}),  # SBOM, provenance, signatures: over oci/ (attachments) and engine/ (the contents)
-    frozenset({"build"}),
+    frozenset({"pipeline"}),
     frozenset({"host", "upstream", "lock"}),
     frozenset({"publish"}),
     frozenset({"site"}),

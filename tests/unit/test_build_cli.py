@@ -15,15 +15,15 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import EXAMPLE_EXTENSION, addone, arch, no_host_network, plan
 
-import builder.build.multiplatform
-import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
-from builder.build.plan import Plan
+import builder.pipeline.multiplatform
+import builder.pipeline.pipeline
 from builder.cli.main import main
 from builder.core.errors import BuildError, EngineError, Interrupted, PushError
 from builder.core.kinds import Platform
 from builder.engine import ImageInfo, RegistryAuth
+from builder.pipeline.plan import Plan
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
 PIN = ("--torch", "2.14.1", "--variant", "cu130", "--python", "3.11", "--os", "debian12", "--no-host-settings")
@@ -86,8 +86,8 @@ def engines(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engines]:
 
     monkeypatch.setattr(builder.cli.build_cmd, "DockerEngine", engine)
     monkeypatch.setattr(builder.cli.smoke_cmd, "DockerEngine", engine)
-    monkeypatch.setattr(builder.build.pipeline, "Registry", registry)
-    monkeypatch.setattr(builder.build.multiplatform, "Registry", registry)
+    monkeypatch.setattr(builder.pipeline.pipeline, "Registry", registry)
+    monkeypatch.setattr(builder.pipeline.multiplatform, "Registry", registry)
     yield chosen
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from render_kit import EXAMPLE_EXTENSION, addone, arch, plan
 
-from builder.build.context_dir import RECORD, write_context
-from builder.build.extension_dir import walk_extension
-from builder.build.plan import Plan
 from builder.core.errors import RenderError, UsageError
+from builder.pipeline.context_dir import RECORD, write_context
+from builder.pipeline.extension_dir import walk_extension
+from builder.pipeline.plan import Plan
 
 CU130 = "torch2.14.1-cu130-py3.11-debian12"
 

@@ -12,11 +12,11 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import plan
 
-import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
 import builder.engine
 import builder.host.image_inspect
+import builder.pipeline.pipeline
 import builder.publish.run
 from builder.cli.main import main
 from builder.core.errors import EngineError, Interrupted, PushError
@@ -45,7 +45,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch, **knobs: object) -> FakeEngine:
         setattr(fake, name, value)
     for module in (builder.cli.build_cmd, builder.cli.smoke_cmd, builder.engine):
         monkeypatch.setattr(module, "DockerEngine", lambda: fake)
-    monkeypatch.setattr(builder.build.pipeline, "Registry", lambda auth: registry)
+    monkeypatch.setattr(builder.pipeline.pipeline, "Registry", lambda auth: registry)
     return fake
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from render_kit import combination, matrix, options
 
-from builder.build import plan as plan_module
 from builder.core.kinds import Flavor, Strategy
+from builder.pipeline import plan as plan_module
 from builder.render import context, spec, tags
 
 BUILDER = Path(__file__).resolve().parents[2] / "builder"
@@ -37,9 +37,9 @@ ONCE = (
 )
 # The modules that read the spec: none of them imports context.py.
 READERS = (
-    "build/plan.py",
-    "build/pipeline.py",
-    "build/request.py",
+    "pipeline/plan.py",
+    "pipeline/pipeline.py",
+    "pipeline/request.py",
     "publish/items.py",
     "render/tags.py",
     "render/dockerfile_context.py",

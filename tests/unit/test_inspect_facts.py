@@ -13,7 +13,6 @@ from matrix_kit import query, real
 from packaging.version import Version
 
 import builder.host.image_inspect as inspect_mod
-from builder.build.suite import SmokeOptions, SmokeReport
 from builder.core.archs import arch_from
 from builder.core.errors import BuildError, UsageError
 from builder.core.kinds import Platform
@@ -22,6 +21,7 @@ from builder.host.image_inspect import ImageFacts, Remote, combination_of, judge
 from builder.matrix.model import Build, OSBase, TorchRelease, TorchVariant, Wheels
 from builder.oci.client import Manifest
 from builder.oci.refs import RepoRef
+from builder.pipeline.suite import SmokeOptions, SmokeReport
 from builder.resolve.combos import Combination
 from builder.resolve.rules import Check
 from builder.resolve.rules.check import Missing, not_checked

@@ -17,7 +17,6 @@ from http_kit import Net, json_answer
 from packaging.requirements import Requirement
 from upstream_kit import build_wheel, serve_range
 
-from builder.build.image_set import ImageSet
 from builder.cli.main import main
 from builder.core.errors import UsageError
 from builder.engine import ImageInfo, RunResult
@@ -25,6 +24,7 @@ from builder.lock.export import default_indexes, export_image
 from builder.lock.locate import PYPI, locate
 from builder.lock.model import Artifact, Installed, Left, Lock, Locked
 from builder.lock.writers import pylock_toml, requirements_txt
+from builder.pipeline.image_set import ImageSet
 
 SHA = {name: (name * 64)[:64] for name in "abcdef"}
 TORCH_TAGS = ("cp311-cp311-manylinux_2_28_x86_64",)

@@ -10,10 +10,10 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import plan
 
-from builder.build.multiplatform import PlatformsRun, build_platforms, combined_hash, index_tags, publish_index
-from builder.build.pipeline import BuildSettings
-from builder.build.plan import Plan
 from builder.core.kinds import AliasStatus, Flavor, Platform
+from builder.pipeline.multiplatform import PlatformsRun, build_platforms, combined_hash, index_tags, publish_index
+from builder.pipeline.pipeline import BuildSettings
+from builder.pipeline.plan import Plan
 from builder.render.tags import ImageTags, index_tag, member_tag
 
 REPO = "127.0.0.1:5000/team/torch"

@@ -17,8 +17,6 @@ from http_kit import Net
 from registry_kit import MemoryRegistry, save_archive
 from render_kit import plan
 
-from builder.build.pipeline import BuildSettings, build
-from builder.build.registry import Registry
 from builder.core.kinds import Flavor
 from builder.oci.client import Distribution
 from builder.oci.normalize import (
@@ -30,6 +28,8 @@ from builder.oci.normalize import (
     layer_tar,
     normalize_saved,
 )
+from builder.pipeline.pipeline import BuildSettings, build
+from builder.pipeline.registry import Registry
 
 EPOCH = 1_767_225_600  # 2026-01-01
 

@@ -15,12 +15,12 @@ import pytest
 from fake_engine import Call, FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import addone, arch, no_host_network, plan
 
-from builder.build.pipeline import BuildSettings, Outcome, build
-from builder.build.plan import CONTENT_LABEL, Plan
-from builder.build.suite import IN_IMAGE_SMOKE, OUT
 from builder.core.errors import BuildError, EngineError, Interrupted, PushError, TorchyardError
 from builder.core.kinds import Flavor
 from builder.engine import ImageInfo, Mount, RegistryAuth
+from builder.pipeline.pipeline import BuildSettings, Outcome, build
+from builder.pipeline.plan import CONTENT_LABEL, Plan
+from builder.pipeline.suite import IN_IMAGE_SMOKE, OUT
 from builder.render.context import cuda_home
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"

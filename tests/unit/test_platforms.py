@@ -11,13 +11,13 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engine
 from render_kit import addone, arch, combination, matrix, plan
 
-from builder.build.pipeline import BuildSettings, build
-from builder.build.plan import Plan, plan_json
-from builder.build.suite import EMULATED_TIMEOUT_SCALE, SmokeOptions, _flags, for_platform
-from builder.build.verify import observed_tag
 from builder.core.errors import BuildError, UsageError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.core.names import check_mirror
+from builder.pipeline.pipeline import BuildSettings, build
+from builder.pipeline.plan import Plan, plan_json
+from builder.pipeline.suite import EMULATED_TIMEOUT_SCALE, SmokeOptions, _flags, for_platform
+from builder.pipeline.verify import observed_tag
 from builder.render.tags import image_tags
 from builder.smoke.manifest import Observed
 

@@ -10,7 +10,7 @@ import pytest
 from http_kit import Net
 from registry_kit import MemoryRegistry
 
-import builder.build.plan
+import builder.pipeline.plan
 from builder.cli.main import main
 from builder.core.errors import PushError, UsageError
 from builder.oci import promote as promote_module
@@ -32,7 +32,7 @@ def setup(other: str | None = None) -> tuple[Net, MemoryRegistry, Distribution]:
 
 
 def test_the_label_promote_checks_is_the_one_the_plan_writes() -> None:
-    assert promote_module.CONTENT_LABEL == builder.build.plan.CONTENT_LABEL
+    assert promote_module.CONTENT_LABEL == builder.pipeline.plan.CONTENT_LABEL
 
 
 def test_promote_mounts_blobs_and_puts_the_same_manifest() -> None:

@@ -11,9 +11,9 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import plan
 
-import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.engine
+import builder.pipeline.pipeline
 from builder.cli.main import main
 from builder.core.provenance import CREATED, REVISION, SOURCE, provenance_labels, public_url
 from builder.publish.export import bake
@@ -95,7 +95,7 @@ def test_build_passes_them_as_build_time_labels_and_the_content_hash_stays(
     engine = FakeEngine(contents_of(plan(IDENT)), registry=registry)
     for module in (builder.cli.build_cmd, builder.engine):
         monkeypatch.setattr(module, "DockerEngine", lambda: engine)
-    monkeypatch.setattr(builder.build.pipeline, "Registry", lambda auth: registry)
+    monkeypatch.setattr(builder.pipeline.pipeline, "Registry", lambda auth: registry)
 
     with pytest.raises(SystemExit) as done:
         main(["build", *PIN, "--target", "runtime", "-o", str(tmp_path / "out")])

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from publish_kit import matrix_with
 
-from builder.build.plan import make_plan
 from builder.cli.main import main
 from builder.matrix import Matrix
+from builder.pipeline.plan import make_plan
 from builder.publish.export import GPU_RUNNER, HOSTED_RUNNER, Assurance, bake, build_flags, github_matrix
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish

@@ -14,8 +14,8 @@ from publish_kit import BOTH, REPO, TWO, PublishFakes, fakes_for, planning_fails
 from publish_kit import run_publish as run
 
 import builder.publish.run as publish_run
-from builder.build.multiplatform import IndexResult
 from builder.core.kinds import AliasStatus, Platform, Status
+from builder.pipeline.multiplatform import IndexResult
 from builder.publish.plan import plan_publish
 from builder.publish.run import ItemResult, PublishSettings
 from builder.render.tags import ImageTags

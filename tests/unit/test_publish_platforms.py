@@ -11,10 +11,10 @@ from fake_engine import wall_off_the_engine
 from publish_kit import BOTH, REPO, TWO, PublishFakes, fakes_for, matrix_with
 from publish_kit import run_publish as run
 
-from builder.build.multiplatform import IndexResult, combined_hash
-from builder.build.plan import make_plan
 from builder.core.errors import MatrixError
 from builder.core.kinds import AliasStatus, Platform, Status
+from builder.pipeline.multiplatform import IndexResult, combined_hash
+from builder.pipeline.plan import make_plan
 from builder.publish.export import ARM_GPU_RUNNER, GPU_RUNNER, bake, github_matrix
 from builder.publish.items import expand
 from builder.publish.plan import plan_publish

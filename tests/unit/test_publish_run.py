@@ -19,11 +19,11 @@ from fake_engine import wall_off_the_engine
 from publish_kit import REPO, SET, PublishFakes, fakes_for
 from publish_kit import run_publish as run
 
-from builder.build.plan import CONTENT_LABEL
 from builder.core.errors import Interrupted, PushError
 from builder.core.kinds import Platform
 from builder.core.process import reset_cancel
 from builder.engine import RegistryAuth
+from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
 from builder.publish.run import PublishSettings, Report, publish, write_report

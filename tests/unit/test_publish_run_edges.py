@@ -20,12 +20,12 @@ from publish_kit import run_publish as run
 
 import builder.publish.items as publish_items
 import builder.publish.run as publish_run
-from builder.build.gate import SecurityGate
-from builder.build.pipeline import BuildSettings
 from builder.core.errors import BuildError, Interrupted, TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.core.process import reset_cancel
 from builder.engine import RegistryAuth
+from builder.pipeline.gate import SecurityGate
+from builder.pipeline.pipeline import BuildSettings
 from builder.publish.items import Excluded, expand
 from builder.publish.plan import plan_publish
 from builder.publish.run import ItemResult, PublishSettings, Report, publish

@@ -193,7 +193,7 @@ def test_bad_publish_flags_are_one_line_and_exit_2(
 
 
 def test_an_entry_labels_its_images_without_changing_their_tags(tmp_path: Path) -> None:
-    from builder.build.plan import make_plan
+    from builder.pipeline.plan import make_plan
 
     plain = matrix_with(
         '[[publish]]\nname = "a"\ntorch = "==2.14.1"\nos = ["debian12"]\nflavors = ["runtime"]\n', tmp_path

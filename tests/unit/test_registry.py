@@ -1,4 +1,4 @@
-"""The registry client (builder/oci, builder/build/registry.py) over a fake network: which URLs it asks, how it
+"""The registry client (builder/oci, builder/pipeline/registry.py) over a fake network: which URLs it asks, how it
 authenticates (basic, bearer tokens with the scopes it needs, anonymous tokens as Docker Hub issues them),
 which platform it reads from an index, how it retries, and the one-line errors a user gets."""
 
@@ -15,12 +15,12 @@ import pytest
 import requests
 from http_kit import Answer, Net, Sent, json_answer
 
-from builder.build.registry import Registry
 from builder.core.errors import PushError, UsageError
 from builder.engine import RegistryAuth
 from builder.net.http import Policy
 from builder.oci.client import Distribution, digest_of
 from builder.oci.refs import ImageRef, RepoRef, parse_ref, parse_repo, platform_fields, platform_of
+from builder.pipeline.registry import Registry
 
 HOST = "127.0.0.1:5000"
 BASE = f"http://{HOST}/v2/team/torch"

@@ -37,11 +37,11 @@ from render_kit import (
     valid_combinations,
 )
 
-from builder.build.plan import Plan, make_plan
 from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.core.versions import minor_of
 from builder.matrix.model import CudaImage
+from builder.pipeline.plan import Plan, make_plan
 from builder.resolve import onnx
 from builder.resolve.combos import Combination
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from render_kit import combination, matrix, no_host_network, options, plan
 
-from builder.build.plan import make_plan
 from builder.cli.main import main
 from builder.core.errors import RenderError
+from builder.pipeline.plan import make_plan
 from builder.render.options import Extension, RenderOptions
 
 CUDA13 = "torch2.14.1-cu130-py3.11-debian12"  # devel available: --extension applies
@@ -89,7 +89,7 @@ def no_render(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         rendered.append(context["combo"]["id"])
         raise AssertionError("rendered before the value was checked")
 
-    monkeypatch.setattr("builder.build.plan.render_dockerfile", refuse)
+    monkeypatch.setattr("builder.pipeline.plan.render_dockerfile", refuse)
     return rendered
 
 

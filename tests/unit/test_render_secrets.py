@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from render_kit import combination, matrix, options
 
-from builder.build.context_dir import write_context
-from builder.build.plan import Plan, build_request, make_plan, plan_json
 from builder.cli.main import main
 from builder.core.errors import RenderError
 from builder.core.kinds import Flavor
 from builder.engine import build_command
+from builder.pipeline.context_dir import write_context
+from builder.pipeline.plan import Plan, build_request, make_plan, plan_json
 from builder.render.network import Network, NetworkFlags, resolve_network
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"

@@ -15,7 +15,6 @@ from host_kit import DOCKER_WITH_TOOLKIT, H100X2_580, RTX4090_535, machine
 from matrix_kit import real
 
 import builder.engine
-from builder.build.multiplatform import IndexResult
 from builder.cli.doctor_cmd import as_data
 from builder.cli.main import main
 from builder.core.kinds import AliasStatus, Status
@@ -23,6 +22,7 @@ from builder.engine import ImageInfo
 from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
+from builder.pipeline.multiplatform import IndexResult
 from builder.publish.run import ItemResult, Report
 from builder.publish.zstd_copies import ZstdResult
 from builder.resolve.facts import Facts
@@ -122,14 +122,14 @@ def _build_report(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[st
     from fake_engine import FakeRegistry, contents_of
     from render_kit import plan
 
-    import builder.build.pipeline
     import builder.cli.build_cmd
+    import builder.pipeline.pipeline
 
     registry = FakeRegistry()
     fake = FakeEngine(contents_of(plan("torch2.14.1-cu130-py3.11-debian12")), registry=registry)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(builder.cli.build_cmd, "DockerEngine", lambda: fake)
-        patch.setattr(builder.build.pipeline, "Registry", lambda auth: registry)
+        patch.setattr(builder.pipeline.pipeline, "Registry", lambda auth: registry)
         with pytest.raises(SystemExit):
             main(["build", "--torch", "2.14.1", "--variant", "cu130", "--python", "3.11", "--os", "debian12",
                   "--no-host-settings", "--repo", "127.0.0.1:5000/t", "-o", str(tmp_path / "out")])  # fmt: skip

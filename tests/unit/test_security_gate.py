@@ -16,10 +16,15 @@ from fake_engine import FakeEngine, FakeRegistry, contents_of, wall_off_the_engi
 from http_kit import Answer, Net, json_answer
 from render_kit import plan
 
-from builder.build.allowlist import Entry, judge, read_allowlist
-from builder.build.gate import SecurityGate
-from builder.build.pipeline import BuildSettings, build
-from builder.build.security import (
+from builder.cli.main import main
+from builder.core.debversion import compare
+from builder.core.errors import BuildError, UpstreamError, UsageError
+from builder.core.kinds import Flavor
+from builder.engine import ImageInfo, RunResult
+from builder.pipeline.allowlist import Entry, judge, read_allowlist
+from builder.pipeline.gate import SecurityGate
+from builder.pipeline.pipeline import BuildSettings, build
+from builder.pipeline.security import (
     DebPackage,
     Pending,
     Suite,
@@ -30,11 +35,6 @@ from builder.build.security import (
     release_hashes,
     suite_of,
 )
-from builder.cli.main import main
-from builder.core.debversion import compare
-from builder.core.errors import BuildError, UpstreamError, UsageError
-from builder.core.kinds import Flavor
-from builder.engine import ImageInfo, RunResult
 
 TODAY = datetime.date(2026, 12, 1)
 BASE = "http://deb.debian.org/debian-security/dists/bookworm-security"

@@ -10,10 +10,10 @@ import pytest
 from fake_engine import FakeEngine, FakeRegistry, contents_of
 from render_kit import plan
 
-import builder.build.pipeline
 import builder.cli.build_cmd
 import builder.cli.smoke_cmd
 import builder.engine
+import builder.pipeline.pipeline
 from builder.cli.main import main
 
 IDENT = "torch2.14.1-cu130-py3.11-debian12"
@@ -28,7 +28,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.Capture
     engine = FakeEngine(contents_of(plan(IDENT)), registry=registry)
     for module in (builder.cli.build_cmd, builder.cli.smoke_cmd, builder.engine):
         monkeypatch.setattr(module, "DockerEngine", lambda: engine)
-    monkeypatch.setattr(builder.build.pipeline, "Registry", lambda auth: registry)
+    monkeypatch.setattr(builder.pipeline.pipeline, "Registry", lambda auth: registry)
     assert _exit(["build", *PIN, "--target", "runtime", "--repo", "127.0.0.1:5000/t/x", "-o", str(tmp_path / "o")]) == 0
     assert engine.inspect(IMAGE) is not None
     capsys.readouterr()

@@ -1,4 +1,4 @@
-"""builder/build/suite.py, the host side of the smoke suite, against a fake engine (no Docker).
+"""builder/pipeline/suite.py, the host side of the smoke suite, against a fake engine (no Docker).
 
 The fake's `run` plays the container: it finds the host folder mounted at /torchyard-out and writes
 smoke.json / junit.xml there, as `python /opt/torchyard/smoke --json ... --junit ...` would.
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from builder.build.suite import HOST_SMOKE, IN_IMAGE_SMOKE, MOUNTED_SMOKE, OUT, SmokeOptions, run_smoke
 from builder.core.errors import BuildError
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.pipeline.suite import HOST_SMOKE, IN_IMAGE_SMOKE, MOUNTED_SMOKE, OUT, SmokeOptions, run_smoke
 
 REPORT: dict[str, Any] = {
     "suite": "torchyard-smoke",

@@ -1,4 +1,4 @@
-"""Tags (builder/render/tags.py) and the checks that hold a built image to them (builder/build/verify.py).
+"""Tags (builder/render/tags.py) and the checks that hold a built image to them (builder/pipeline/verify.py).
 
 Tags are computed from the plan; the tag check recomputes the immutable tag from what the smoke suite
 read inside the image; the label check compares the image's labels with the plan's; the extension
@@ -13,13 +13,13 @@ import pytest
 from fake_engine import FakeEngine, contents_of
 from render_kit import addone, arch, combination, matrix, options, plan, valid_combinations
 
-from builder.build.plan import CONTENT_LABEL
-from builder.build.verify import check_extension_code, check_labels, check_tag, observed_tag
 from builder.core.archs import Arch
 from builder.core.errors import BuildError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.core.versions import minor_str
 from builder.engine import ImageInfo, RunResult
+from builder.pipeline.plan import CONTENT_LABEL
+from builder.pipeline.verify import check_extension_code, check_labels, check_tag, observed_tag
 from builder.render.options import Extension
 from builder.render.tags import ImageTags, default_os_python, extras_id, image_tags
 from builder.smoke.expect import cudnn_number

@@ -11,11 +11,11 @@ from test_trust_registry import FACTS, RP
 from test_trust_sbom import INVENTORY
 from trust_kit import HOST, REPO, registry, write_key
 
-from builder.build.multiplatform import IndexResult, publish_index
-from builder.build.registry import Registry
 from builder.core.kinds import AliasStatus, Platform
 from builder.oci.client import Distribution
 from builder.oci.refs import parse_ref
+from builder.pipeline.multiplatform import IndexResult, publish_index
+from builder.pipeline.registry import Registry
 from builder.render.tags import ImageTags
 from builder.trust import cosign
 from builder.trust.attest import Target, TrustSettings, attest

@@ -92,8 +92,8 @@ def test_a_public_key_that_is_not_p256_is_refused(tmp_path: Path) -> None:
 
 
 def test_no_settings_object_that_carries_the_key_shows_it(tmp_path: Path) -> None:
-    from builder.build.pipeline import BuildSettings
     from builder.core.kinds import Flavor
+    from builder.pipeline.pipeline import BuildSettings
     from builder.publish.run import PublishSettings
     from builder.trust.attest import TrustSettings
 

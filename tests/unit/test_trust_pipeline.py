@@ -15,8 +15,6 @@ from test_pipeline import ALIAS, IDENT, IMMUTABLE, REPO, RUNTIME_TAG
 from test_trust_sbom import INVENTORY
 from trust_kit import registry, write_key
 
-from builder.build.pipeline import BuildSettings, Outcome, build
-from builder.build.plan import Plan
 from builder.cli.main import main
 from builder.core.env import SIGN_KEY
 from builder.core.errors import PushError
@@ -24,6 +22,8 @@ from builder.core.kinds import Flavor
 from builder.engine import RegistryAuth, RunResult
 from builder.image.inventory import INVENTORY_MARK
 from builder.oci.refs import ImageRef, parse_ref, parse_repo
+from builder.pipeline.pipeline import BuildSettings, Outcome, build
+from builder.pipeline.plan import Plan
 from builder.trust.attest import TrustSettings
 from builder.trust.keys import public_key, signing_key
 from builder.trust.verify import verify_image

@@ -12,13 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from builder.build.attest import attest_image
-from builder.build.context_dir import write_context
-from builder.build.gate import SecurityGate
-from builder.build.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
-from builder.build.registry import Registry
-from builder.build.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
-from builder.build.verify import check_extension_code, check_labels, check_tag
 from builder.core.errors import BuildError
 from builder.core.kinds import Flavor, Status
 from builder.core.process import check_cancelled
@@ -28,6 +21,13 @@ from builder.core.stage_times import StageTimes
 from builder.engine import Engine, RegistryAuth, split_ref
 from builder.oci.normalize import normalize_saved, push_normal
 from builder.oci.refs import parse_repo
+from builder.pipeline.attest import attest_image
+from builder.pipeline.context_dir import write_context
+from builder.pipeline.gate import SecurityGate
+from builder.pipeline.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
+from builder.pipeline.registry import Registry
+from builder.pipeline.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
+from builder.pipeline.verify import check_extension_code, check_labels, check_tag
 from builder.render.tags import member_tag
 from builder.trust.attest import Attested, TrustSettings
 
@@ -52,7 +52,7 @@ class BuildSettings:
     trust: TrustSettings | None = field(default=None, repr=False)  # with --push: SBOM, provenance, signatures
     member: bool = False  # one platform of a multi-platform image: tagged <immutable>-<arch> only (the index
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
-    security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/build/gate.py)
+    security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: push the image normalized (builder/oci/normalize.py)
 
 

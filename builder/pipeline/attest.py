@@ -7,11 +7,11 @@ import re
 from datetime import datetime
 
 from builder import __version__
-from builder.build.plan import Plan, TargetPlan
-from builder.build.registry import Registry
 from builder.core.errors import PushError
 from builder.engine import Engine, RegistryAuth, split_ref
 from builder.oci.refs import parse_repo
+from builder.pipeline.plan import Plan, TargetPlan
+from builder.pipeline.registry import Registry
 from builder.trust.attest import Attested, Target, TrustSettings, attest
 from builder.trust.inventory import Inventory, read_inventory, stack_of
 from builder.trust.sbom import Subject

@@ -14,14 +14,14 @@ import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-from builder.build.pipeline import BuildSettings, Outcome, build
-from builder.build.plan import Plan
-from builder.build.registry import Registry
 from builder.core.errors import BuildError, PushError, TorchyardError
 from builder.core.kinds import AliasStatus, Platform
 from builder.core.redact import redact
 from builder.engine import Engine, split_ref
 from builder.oci.refs import parse_repo
+from builder.pipeline.pipeline import BuildSettings, Outcome, build
+from builder.pipeline.plan import Plan
+from builder.pipeline.registry import Registry
 from builder.render.tags import ImageTags, index_tag, member_tag
 from builder.trust import cosign
 from builder.trust.attest import signing_key_of

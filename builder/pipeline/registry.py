@@ -10,13 +10,13 @@ reads indexes for any platform.
 
 from __future__ import annotations
 
-from builder.build.plan import CONTENT_LABEL
 from builder.engine import RegistryAuth, split_ref
 from builder.net.http import Http, Policy
 from builder.oci.auth import docker_login
 from builder.oci.client import Distribution
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import DOCKER_HUB, RepoRef, parse_repo
+from builder.pipeline.plan import CONTENT_LABEL
 
 __all__ = ["DOCKER_HUB", "TIMEOUT", "Registry", "RepoRef", "docker_login", "parse_repo"]
 
@@ -45,7 +45,7 @@ class Registry:
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
 
-    # -- multi-platform images (builder/build/multiplatform.py) ---------------------------------------------------
+    # -- multi-platform images (builder/pipeline/multiplatform.py) ---------------------------------------------------
 
     def index_content(self, ref: str) -> str | None:
         """The content identity torchyard wrote on the index under repo:tag; None when the tag is missing, is a

@@ -6,7 +6,7 @@
   the folder (the record is checked, not trusted); logs and reports stay.
 - Everything is staged in a temporary folder inside the output and moved into place; a failure leaves
   nothing behind, and a lock lets renders into one folder run at the same time.
-- Extension folders are copied by the checked walk of builder/build/extension_dir.py (links kept only inside the
+- Extension folders are copied by the checked walk of builder/pipeline/extension_dir.py (links kept only inside the
   folder; no special files; size limits), the same walk the content hash reads.
 """
 
@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from builder.build.extension_dir import walk_extension
 from builder.core.errors import RenderError, UsageError
 from builder.core.files import write_file
+from builder.pipeline.extension_dir import walk_extension
 
 if TYPE_CHECKING:
-    from builder.build.plan import Plan
+    from builder.pipeline.plan import Plan
 
 RECORD = ".torchyard-written"  # what the last write put here, so a re-render leaves nothing stale
 LOCK = ".torchyard.lock"

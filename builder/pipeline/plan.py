@@ -1,7 +1,7 @@
 """Combination + options -> a build plan: Dockerfile, context files, args, secrets, targets, tags.
 
 Pure apart from reading the user's extension sources and the smoke package: the executor
-(builder.build.pipeline) is the only place that touches Docker.
+(builder.pipeline.pipeline) is the only place that touches Docker.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from builder import __version__
-from builder.build.extension_dir import walk_extension
 from builder.core.archs import Arch
 from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Installer, Strategy
 from builder.engine import BuildRequest
 from builder.matrix.model import Matrix
+from builder.pipeline.extension_dir import walk_extension
 from builder.render.dockerfile_context import dockerfile_context
 from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT
 from builder.render.network import Secret

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from builder.build.plan import Plan, TargetPlan
 from builder.core.archs import Arch
 from builder.core.errors import BuildError
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.engine import Engine, ImageInfo
+from builder.pipeline.plan import Plan, TargetPlan
 from builder.render.tags import platform_suffix, suffix
 from builder.smoke.manifest import Observed
 

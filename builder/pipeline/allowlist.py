@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.build.security import Pending
 from builder.core.errors import UsageError
 from builder.core.files import read_text
+from builder.pipeline.security import Pending
 
 _DATE = "%Y-%m-%d"
 

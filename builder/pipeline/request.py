@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from builder.build.plan import Plan, make_plan
 from builder.core.kinds import Flavor, Platform, Target
 from builder.matrix.model import Matrix
+from builder.pipeline.plan import Plan, make_plan
 from builder.render.options import RenderOptions
 from builder.render.spec import render_problem
 from builder.resolve.choose import Choice, choose

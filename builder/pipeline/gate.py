@@ -1,8 +1,8 @@
 """The security gate of a publish (`torchyard publish --security-gate`), run on each image after its smoke suite
 passed and before anything is tagged or pushed.
 
-OS packages: a pending update from the distribution's security suite (builder/build/security.py) fails the image
-(exit 4, naming each package) unless a current allowlist entry covers it (builder/build/allowlist.py); an expired
+OS packages: a pending update from the distribution's security suite (builder/pipeline/security.py) fails the image
+(exit 4, naming each package) unless a current allowlist entry covers it (builder/pipeline/allowlist.py); an expired
 entry fails. A security suite that cannot be read fails too: the gate does not pass what it could not check. An
 OS without a known security suite is "not checked".
 
@@ -16,12 +16,12 @@ import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from builder.build.allowlist import Entry, Verdict, judge
-from builder.build.image_set import Installed, read_image_set
-from builder.build.security import Suite, fetch_suite, installed_packages, os_release, pending, suite_of
 from builder.core.errors import BuildError, TorchyardError
 from builder.engine import Engine
 from builder.net.http import Http
+from builder.pipeline.allowlist import Entry, Verdict, judge
+from builder.pipeline.image_set import Installed, read_image_set
+from builder.pipeline.security import Suite, fetch_suite, installed_packages, os_release, pending, suite_of
 
 PYPI_JSON = "https://pypi.org/pypi"
 STATUS = "/var/lib/dpkg/status"
