@@ -14,6 +14,7 @@ import click
 from builder.cli.options import folder, matrix_of, repository
 from builder.cli.output import emit_json
 from builder.cli.request import takes
+from builder.core import env
 from builder.core.errors import UsageError
 from builder.core.versions import parse_spec
 from builder.matrix.model import Matrix
@@ -267,17 +268,35 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
     click.echo(f"{path}: torch {version} added; review the diff, then torchyard matrix verify --torch {version}")
 
 
+def registry_repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A repository a reader can pull from: its first part names a registry host (a public page's run lines)."""
+    from builder.host.locate import registry_of
+
+    checked = repository(ctx, param, value)
+    if checked is None:
+        raise UsageError(
+            "--repo REGISTRY/NAME is needed: a public page's `docker run` lines name a repository its readers can "
+            f"pull (ghcr.io/acme/torch; or ${env.REPO})"
+        )
+    if registry_of(checked) is None:
+        raise UsageError(
+            f"--repo {checked}: names no registry (ghcr.io/acme/torch, registry.example.com/ml/torch): a public "
+            "page's `docker run` lines need a repository its readers can pull"
+        )
+    return checked
+
+
 @click.command("html")
 @click.option(
     "-o", "--output", "output", required=True, metavar="DIR", callback=folder, help="Where index.html is written."
 )
 @click.option(
     "--repo",
-    default="torchyard",
-    show_default=True,
+    envvar=env.REPO,
     metavar="REGISTRY/NAME",
-    callback=repository,
-    help="The published images.",
+    callback=registry_repository,
+    help=f"Where the published images are pulled from, a registry repository (${env.REPO}): the page's run lines "
+    "name it.",
 )
 @click.pass_context
 def html_cmd(ctx: click.Context, /, output: str, repo: str) -> None:

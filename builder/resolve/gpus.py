@@ -1,7 +1,8 @@
 """GPU names as people and nvidia-smi write them -> the GPU the matrix knows: its architecture, class and host.
 
-"4090", "rtx4090", "RTX 4090 Laptop GPU", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", "GB200", "DGX Spark" all
-resolve; a name that fits GPUs of different architectures is refused with the candidates, never guessed.
+"4090", "rtx4090", "RTX 4090 Laptop GPU", "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", "NVIDIA B300 SXM6 AC", "GB200",
+"DGX Spark" all resolve; a name that fits GPUs of different architectures is refused with the candidates, never
+guessed.
 """
 
 from __future__ import annotations
@@ -16,15 +17,18 @@ from builder.core.kinds import GpuClass
 from builder.core.versions import Driver
 from builder.matrix.model import GpuProduct, Host, Matrix
 
-# Words that say nothing about which chip it is: vendor and brand words, form factors, memory, "Laptop".
+# Words that say nothing about which chip it is: vendor and brand words, memory, "Laptop".
 _NOISE = frozenset(
-    {"nvidia", "geforce", "tesla", "gpu", "laptop", "notebook", "mobile", "pcie", "sxm", "sxm2", "sxm3", "sxm4"}
-    | {"sxm5", "sxm6", "nvl", "hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "graphics", "card", "the", "mig"}
+    {"nvidia", "geforce", "tesla", "gpu", "laptop", "notebook", "mobile"}
+    | {"hbm", "hbm2", "hbm2e", "hbm3", "hbm3e", "graphics", "card", "the", "mig"}
     # the developer-kit and marketing words around a product name ("Jetson AGX Thor Developer Kit",
     # "RTX 6000 Ada Generation"): the kit carries the module, the same chip
     | {"developer", "kit", "devkit", "module", "generation"}
 )
 _MEMORY = re.compile(r"^\d+(gb|g|gib)$", re.ASCII)
+# A form factor ends the chip's name: it and every word after it (a memory size, "AC") are dropped, as nvidia-smi
+# writes them: "A100-SXM4-80GB", "Tesla V100-PCIE-32GB", "NVIDIA B300 SXM6 AC", "H100 NVL", "GB200 NVL72".
+_FORM_FACTOR = re.compile(r"^(sxm\d*|pcie|nvl\d*)$", re.ASCII)
 _KIND_ORDER = (GpuClass.CONSUMER, GpuClass.DATACENTER, GpuClass.EMBEDDED)
 
 
@@ -42,8 +46,10 @@ class Gpu:
 
 
 def tokens(name: str) -> tuple[str, ...]:
-    words = re.split(r"[^a-z0-9]+", name.lower())
-    return tuple(w for w in words if w and w not in _NOISE and not _MEMORY.match(w))
+    """The words that name the chip: up to a form factor, without noise words and memory sizes."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    end = next((i for i, w in enumerate(words) if i and _FORM_FACTOR.match(w)), len(words))
+    return tuple(w for w in words[:end] if w not in _NOISE and not _FORM_FACTOR.match(w) and not _MEMORY.match(w))
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,13 @@ def verdict_json(checks: tuple[Check, ...], *, here: bool = False) -> dict[str, 
     return {"verdict": v.answer.value, "conditions": list(v.conditions), "to_tell": list(v.unknown)}
 
 
+def verdict_line(checks: tuple[Check, ...], *, here: bool = False) -> str:
+    """The answer as lookup's first row words it: RUNS, RUNS WITH its conditions, WILL NOT RUN, or CANNOT TELL and
+    what to give or record to tell (the compatibility page shows it with each image)."""
+    v = verdict(checks, here=here)
+    return v.words + (": " + "; ".join(v.unknown) if v.unknown else "")
+
+
 def explanation_json(e: Explanation, *, here: bool = False) -> dict[str, Any]:
     return {
         "id": e.id,

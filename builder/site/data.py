@@ -5,7 +5,9 @@
 - for every selector query the page offers (a driver branch or none, a GPU by name or none, a platform),
   each published image's verdict: its rank among the valid ones (resolver.rank_key), or the reason of the
   first rule it fails (resolver.evaluate), exactly as `torchyard lookup --driver B --gpu G --platform P`
-  would decide. The page only looks answers up; the Python filter is a plain comparison.
+  would decide; and its answer in lookup's words (RUNS, RUNS WITH ..., WILL NOT RUN, CANNOT TELL: what is not
+  recorded), so that the page never shows as running what lookup cannot tell. The page only looks answers up;
+  the Python filter is a plain comparison.
 - for every cell, torchyard's choice: the one combination doctor, `lookup --here`, build and `torchyard run`
   would name for that driver and GPU (resolve.choose.choose_result, the one chooser), published or not; when
   it is not in the publish set the page says so and gives the `torchyard build` line that makes it.
@@ -29,7 +31,7 @@ from builder.resolve.combos import Combination, selected
 from builder.resolve.facts import Facts
 from builder.resolve.gpus import catalogue
 from builder.resolve.query import Query, RawQuery, parse_query
-from builder.resolve.report import min_driver
+from builder.resolve.report import min_driver, verdict_line
 from builder.resolve.resolver import evaluate, rank_key
 
 SCHEMA = 2
@@ -90,8 +92,9 @@ def _image(m: Matrix, item: Item, repo: str) -> dict[str, Any]:
 
 
 class _Answers:
-    """Answers and reasons stored once: an answer is a list (per published combination: its rank >= 0, or
-    -1 - the index of its reason) or {"error": reason index} when the query cannot be asked."""
+    """Answers and reasons stored once: an answer holds, per published combination, its rank >= 0 or -1 - the
+    index of its reason ("ranks"), and the index of its verdict words, null where the query does not ask about
+    it ("verdicts"); or {"error": reason index} when the query cannot be asked."""
 
     def __init__(self) -> None:
         self.answers: list[Any] = []
@@ -116,15 +119,17 @@ class _Answers:
 def _answer(
     m: Matrix, combos: list[Combination], driver: str, gpu: str, platform: str, table: _Answers, picks: _Picks
 ) -> Any:
-    """Per published combination: its rank among the valid ones, or why it is not valid; and the chooser's
-    combination for the cell (an index into "choices", None when nothing is valid)."""
+    """Per published combination: its rank among the valid ones, or why it is not valid, and lookup's answer
+    for it; and the chooser's combination for the cell (an index into "choices", None when nothing is valid)."""
     raw = RawQuery(driver=driver or None, gpus=(gpu,) if gpu else (), platform=platform)
     try:
         q = parse_query(m, raw)
     except UsageError as exc:  # the query itself cannot be asked (a GPU that only sits in another host)
         return {"error": table.reason(str(exc).split(": ", 1)[-1])}
-    ranks = [v if isinstance(v, int) else -1 - table.reason(v) for v in _verdicts(m, combos, q)]
-    return {"ranks": ranks, "choice": picks.pick(q)}
+    found = _verdicts(m, combos, q)
+    ranks = [v if isinstance(v, int) else -1 - table.reason(v) for v, _ in found]
+    words = [None if w is None else table.reason(w) for _, w in found]
+    return {"ranks": ranks, "verdicts": words, "choice": picks.pick(q)}
 
 
 class _Picks:
@@ -169,9 +174,11 @@ def _choice(m: Matrix, combo: Combination, repo: str, published: bool) -> dict[s
     }
 
 
-def _verdicts(m: Matrix, combos: list[Combination], q: Any) -> list[int | str]:
+def _verdicts(m: Matrix, combos: list[Combination], q: Any) -> list[tuple[int | str, str | None]]:
+    """Per combination: its rank or why it is not valid, and lookup's answer where the query asks about it."""
     f = Facts(m)
     verdicts: dict[str, int | str] = {}
+    words: dict[str, str] = {}
     valid = []
     for combo in combos:
         if combo.platform is not q.platform:
@@ -180,6 +187,7 @@ def _verdicts(m: Matrix, combos: list[Combination], q: Any) -> list[int | str]:
             verdicts[combo.id] = "a CPU build: lookup lists GPU builds when a driver or GPU is given"
         else:
             result = evaluate(f, q, combo)
+            words[combo.id] = verdict_line(result.checks)
             if result.ok:
                 valid.append(result)
             else:
@@ -187,7 +195,7 @@ def _verdicts(m: Matrix, combos: list[Combination], q: Any) -> list[int | str]:
                 verdicts[combo.id] = f"{failure.rule}: {failure.reason}" if failure else "not valid"
     for rank, result in enumerate(sorted(valid, key=lambda r: rank_key(m, q, r))):
         verdicts[result.combo.id] = rank
-    return [verdicts[c.id] for c in combos]
+    return [(verdicts[c.id], words.get(c.id)) for c in combos]
 
 
 def grid(m: Matrix) -> list[dict[str, Any]]:

@@ -429,7 +429,7 @@ def test_buildx_argv_keeps_buildx_build_load(monkeypatch: pytest.MonkeyPatch) ->
     recorder = Recorder()
     info = EngineInfo("28.1.1", "1.49", "/usr/local/bin/docker", True)
     engine_with(monkeypatch, recorder, info).build(BUILDX, lambda line: None)
-    assert recorder.argv[:4] == ["/usr/local/bin/docker", "buildx", "build", "--load"]
+    assert recorder.argv[:5] == ["/usr/local/bin/docker", "buildx", "build", "--load", "--provenance=false"]
     assert recorder.argv[-1] == "/c" and recorder.argv[-2].startswith("--iidfile=")
 
 

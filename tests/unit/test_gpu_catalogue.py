@@ -40,7 +40,7 @@ def test_a_gpu_without_a_product_keeps_its_architectures_sources() -> None:
         Host.ANY,
         (),
     )
-    assert found.sources == ("cuda-gpus-copies", "cmake-cuda-archs")
+    assert found.sources == ("cuda-gpus-copies", "cmake-cuda-archs", "nvidia-arch-matrix", "cuda-relnotes")
 
 
 def test_a_product_is_found_by_its_alias() -> None:

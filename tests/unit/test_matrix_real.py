@@ -122,6 +122,35 @@ def test_every_source_is_used_and_every_cited_source_exists() -> None:
     assert set(M.sources) <= cited | by_rules, set(M.sources) - cited - by_rules
 
 
+def test_a_legacy_architectures_first_driver_comes_before_its_last_branch() -> None:
+    for info in M.archs:
+        if info.driver_min and info.driver_last_branch is not None:
+            assert info.driver_min[-1].branch <= info.driver_last_branch, info.name
+
+
+def test_first_drivers_of_pascal_to_turing_are_their_first_toolkits_drivers() -> None:
+    """NVIDIA's architecture matrix names the first toolkit (Pascal CUDA 8.0, Volta 9.0, Turing 10.0); Table 3 of
+    the release notes its Linux driver. Kepler's and Maxwell's first toolkits (6.0, 6.5) have no row there: not
+    recorded, and neither are the Jetson-only architectures (L4T ships its own driver)."""
+    floors = {a.name: [str(d) for d in a.driver_min] for a in M.archs}
+    assert {n: floors[n] for n in ("sm_60", "sm_61", "sm_70", "sm_75")} == {
+        "sm_60": ["367.48"],
+        "sm_61": ["367.48"],
+        "sm_70": ["384.81"],
+        "sm_75": ["410.48"],
+    }
+    (cuda10,) = [c for c in M.cuda if c.version == Version("10.0.130")]  # Turing's first toolkit is in the file
+    assert cuda10.min_driver is not None and floors["sm_75"] == [str(cuda10.min_driver)]
+    assert all(floors[n] == [] for n in ("sm_35", "sm_37", "sm_50", "sm_52", "sm_53", "sm_62", "sm_72"))
+    for name, source in (
+        ("sm_60", "cuda-relnotes-legacy"),
+        ("sm_70", "cuda-relnotes-legacy"),
+        ("sm_75", "cuda-relnotes"),
+    ):
+        (info,) = [a for a in M.archs if a.name == name]
+        assert {source, "nvidia-arch-matrix"} <= set(info.sources), name
+
+
 def test_forward_compat_branches_are_known_driver_branches() -> None:
     branches = {b.branch for b in M.driver_branches}
     for image in M.cuda_images:

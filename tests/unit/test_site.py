@@ -13,6 +13,7 @@ from matrix_kit import BASE
 from builder.matrix import Matrix, load_matrix
 from builder.resolve.choose import choose_result
 from builder.resolve.query import RawQuery, parse_query
+from builder.resolve.report import verdict_line
 from builder.resolve.resolver import lookup
 from builder.site.data import page_data
 from builder.site.render import render_page
@@ -52,6 +53,9 @@ def test_every_answer_is_lookups_answer(tmp_path: Path) -> None:
                 valid = [r.combo.id for r in found.valid if r.combo.id in combos]
                 ranked = sorted((v, combos[i]) for i, v in enumerate(answer) if v >= 0)
                 assert [c for _, c in ranked] == valid, (driver, gpu, platform)
+                words = {r.combo.id: verdict_line(r.checks) for r in (*found.valid, *found.rejected)}
+                for i, w in enumerate(data["answers"][data["cells"][d][g][p]]["verdicts"]):
+                    assert (None if w is None else data["reasons"][w]) == words.get(combos[i]), (driver, gpu)
                 reasons = {r.combo.id: r.first_failure for r in found.rejected if r.combo.id in combos}
                 for i, v in enumerate(answer):
                     if v < 0 and combos[i] in reasons:

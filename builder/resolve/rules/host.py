@@ -47,14 +47,21 @@ def _host_problem(f: Facts, gpu: Gpu, c: Combination) -> str | None:
     return None
 
 
+# Where first drivers and last branches come from: the GPU tables of the drivers (Ampere on) and NVIDIA's
+# architecture matrix; then the sources of first drivers that the entries of the GPUs asked cite besides those:
+# Table 3 of the CUDA release notes (the first toolkit's driver: Pascal, Volta, Turing), the R450 and R455 notes.
+_SOURCES = ("nvidia-gpu-tables", "nvidia-arch-matrix")
+_FLOOR_SOURCES = ("cuda-relnotes", "cuda-relnotes-legacy", "nvidia-dc-450", "r455-ampere")
+
+
 def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
     """The driver supports every GPU: not older than the first driver of its architecture (or product), and
     not past the last branch of a legacy architecture."""
-    sources = ("nvidia-gpu-tables", "nvidia-arch-matrix")
     if c.variant.cuda is None:
-        return Check("driver-gpu", True, "CPU build: no driver needed", sources)
+        return Check("driver-gpu", True, "CPU build: no driver needed", _SOURCES)
     if not q.archs:
-        return not_checked("driver-gpu", "no GPU given", sources, Missing.INPUT, "a driver that supports the GPU")
+        return not_checked("driver-gpu", "no GPU given", _SOURCES, Missing.INPUT, "a driver that supports the GPU")
+    sources = _driver_gpu_sources(f, q)
     windows = _windows(f, q)
     unknown = [n for n, fl, _, _ in windows if not fl]
     reasons = []
@@ -62,8 +69,9 @@ def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
         if q.driver is None:
             break
         ok, reason = _window(q.driver, name, floor, last, family)
-        if not ok:
-            return Check("driver-gpu", False, reason, sources)
+        if not ok:  # past a legacy branch: the architecture matrix says it, not where the first driver came from
+            legacy = last is not None and q.driver.branch > last
+            return Check("driver-gpu", False, reason, _SOURCES if legacy else sources)
         reasons.append(reason)
     if unknown:
         return _unrecorded(unknown, sources)
@@ -71,6 +79,12 @@ def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
         floors = "; ".join(f"{n} needs driver {describe_floors(fl)}" for n, fl, _, _ in windows)
         return not_checked("driver-gpu", "no driver given", sources, Missing.INPUT, floors)
     return Check("driver-gpu", True, "; ".join(reasons), sources)
+
+
+def _driver_gpu_sources(f: Facts, q: Query) -> tuple[str, ...]:
+    """The rule's sources, and the sources of first drivers that the GPUs' entries cite (in _FLOOR_SOURCES' order)."""
+    cited = {s for a in q.archs for s in f.archs[a.base].sources} | {s for g in q.gpus for s in g.sources}
+    return _SOURCES + tuple(s for s in _FLOOR_SOURCES if s in cited)
 
 
 def _unrecorded(names: list[str], sources: tuple[str, ...]) -> Check:
