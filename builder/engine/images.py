@@ -3,15 +3,20 @@ builder.core.process.run_command), inspect, tag, push, pull, history, save and f
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from builder.core.errors import BuildError, EngineError, Interrupted, PushError
 from builder.core.process import check_cancelled, run_command
+from builder.engine.build_failure import explain
+from builder.engine.buildkit_log import BuildkitLog
 from builder.engine.probe import Connection, short
 from builder.engine.types import BuildRequest, ImageInfo, RegistryAuth
 
@@ -42,17 +47,25 @@ class Images(Connection):
     def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         info = self.info()
         with tempfile.TemporaryDirectory(prefix="torchyard-iid-") as tmp:
-            iidfile = Path(tmp) / "iid"
+            iidfile, metadata = Path(tmp) / "iid", Path(tmp) / "metadata.json"
             full = build_command(request, info.client, buildx=info.buildx)
             full.insert(len(full) - 1, f"--iidfile={iidfile}")  # the image id, read back below
+            if info.buildx:  # the manifest's digest too: the image's id in containerd's store
+                full.insert(len(full) - 1, f"--metadata-file={metadata}")
             env = dict(os.environ, DOCKER_BUILDKIT="1")
-            done = run_command(full, env=env, on_line=on_line)
+            steps = BuildkitLog()  # the failing step and its own output, however far back its header was
+
+            def read(line: str) -> None:
+                steps.feed(line)
+                on_line(line)
+
+            done = run_command(full, env=env, on_line=read)
             if done.returncode != 0:
                 gone = self.gone(f"the build of {request.target}")
                 if gone is not None:  # not the build's fault ("server did not provide an image ID")
                     raise gone
-                raise BuildError(f"docker build failed (exit {done.returncode}): {last_error(done.tail)}")
-            return iidfile.read_text().strip()
+                raise BuildError(explain(steps, done.returncode))
+            return built_id(iidfile, metadata, containerd=info.containerd_store)
 
     # -- images -------------------------------------------------------------------------------------
     def inspect(self, ref: str) -> ImageInfo | None:
@@ -64,17 +77,18 @@ class Images(Connection):
             return None
         except (docker.errors.DockerException, OSError) as exc:  # requests' errors are OSErrors
             raise self.gone(f"the inspect of {ref}") or EngineError(f"inspect {ref}: {short(exc)}") from None
-        attrs = image.attrs
-        config = attrs.get("Config") or {}
-        return ImageInfo(
-            id=image.id,
-            labels=dict(config.get("Labels") or {}),
-            tags=tuple(image.tags),
-            digests=tuple(attrs.get("RepoDigests") or ()),
-            size=int(attrs.get("Size", 0)),
-            env=tuple(config.get("Env") or ()),
-            platform=f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'amd64')}",
-        )
+        return replace(image_info(image.attrs), id=image.id, tags=tuple(image.tags))
+
+    def labelled(self, label: str) -> list[ImageInfo]:
+        """Every local image that carries `label` (torchyard's own: io.torchyard.version), each inspected."""
+        import docker
+
+        try:
+            listed = self._sdk().api.images(filters={"label": label})
+        except (docker.errors.DockerException, OSError) as exc:
+            raise self.gone("the image list") or EngineError(f"list images: {short(exc)}") from None
+        found = (self.inspect(str(item.get("Id", ""))) for item in listed)
+        return [info for info in found if info is not None]
 
     def tag(self, image_id: str, ref: str) -> None:
         repo, tag = split_ref(ref)
@@ -98,7 +112,7 @@ class Images(Connection):
                 check_cancelled(f"{ref} was pushed")
                 if "error" in event:
                     raise PushError(f"push {ref}: {push_refusal(str(event['error']))}")
-                digest = (event.get("aux") or {}).get("Digest", digest)
+                digest = (event.get("aux") or {}).get("Digest", digest) or _said_digest(event)
                 if event.get("status") and event.get("id") is None:
                     on_line(str(event["status"]))
         except KeyboardInterrupt:
@@ -158,6 +172,31 @@ class Images(Connection):
                 container.remove(force=True)
 
 
+def built_id(iidfile: Path, metadata: Path, *, containerd: bool) -> str:
+    """The engine's id of the image a build made. The iidfile holds the config's digest, which is the id in the
+    graph driver's store; in containerd's store the id is the manifest's digest (buildx's metadata file has it)."""
+    if containerd and metadata.is_file():
+        digest = json.loads(metadata.read_text() or "{}").get("containerimage.digest")
+        if isinstance(digest, str) and digest.startswith("sha256:"):
+            return digest
+    return iidfile.read_text().strip()
+
+
+def image_info(attrs: dict[str, Any]) -> ImageInfo:
+    """The engine's image JSON (GET /images/NAME/json, as the SDK and the socket read it)."""
+    config = attrs.get("Config") or {}
+    return ImageInfo(
+        id=str(attrs.get("Id", "")),
+        labels=dict(config.get("Labels") or {}),
+        tags=tuple(attrs.get("RepoTags") or ()),
+        digests=tuple(attrs.get("RepoDigests") or ()),
+        size=int(attrs.get("Size", 0)),
+        env=tuple(config.get("Env") or ()),
+        platform=f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'amd64')}",
+        created=str(attrs.get("Created") or ""),
+    )
+
+
 def split_ref(ref: str) -> tuple[str, str]:
     """'host:5000/team/img:tag' -> ('host:5000/team/img', 'tag'); a digest ref 'img@sha256:..' ->
     ('img', 'sha256:..'), which the registry API and the SDK's pull accept where a tag goes."""
@@ -171,6 +210,16 @@ def split_ref(ref: str) -> tuple[str, str]:
 
 
 _UNPARSED = re.compile(r"error parsing HTTP (\d{3}) response body")
+# the containerd store's words for the same: "unexpected status from POST request to URL: 405 Method Not Allowed"
+_UNEXPECTED = re.compile(r"unexpected status from [A-Z]+ request to \S+: (\d{3})")
+_DIGEST_SAID = re.compile(r": digest: (sha256:[0-9a-f]{64}) size: \d+")
+
+
+def _said_digest(event: dict[str, Any]) -> str:
+    """The digest a push names in its status line ("TAG: digest: sha256:... size: N"): the containerd store's push
+    sends no aux event with it."""
+    found = _DIGEST_SAID.search(str(event.get("status") or ""))
+    return found[1] if found else ""
 _STATUS = {
     401: "unauthorized: give --registry-user and the password (or docker login)",
     403: "denied: these credentials may not push to this repository",
@@ -185,15 +234,8 @@ def push_refusal(text: str) -> str:
     body that is not its JSON error (a read-only registry's "Method not allowed") reaches us as "error parsing
     HTTP 405 response body: invalid character ...", which says nothing of the refusal itself."""
     text = " ".join(text.split())
-    found = _UNPARSED.search(text)
+    found = _UNPARSED.search(text) or _UNEXPECTED.search(text)
     if found is None:
         return text[:400]
     status = int(found[1])
     return f"the registry refused it: HTTP {status}, {_STATUS.get(status, 'refused')}"
-
-
-def last_error(tail: tuple[str, ...]) -> str:
-    for line in reversed(tail):
-        if "ERROR" in line or "error" in line:
-            return line.strip()[:400]
-    return tail[-1].strip()[:400] if tail else "no output"

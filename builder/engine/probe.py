@@ -41,7 +41,8 @@ class Connection:
             )
         cli, buildx = find_build_client()
         platform = f"{version.get('Os', 'linux')}/{version.get('Arch', 'amd64')}"
-        return EngineInfo(str(version.get("Version")), api, cli, buildx, platform)
+        store = containerd_store(_call(client.info, "ask the engine for its configuration"))
+        return EngineInfo(str(version.get("Version")), api, cli, buildx, platform, store)
 
     def _sdk(self) -> Any:
         if self._client is None:
@@ -69,6 +70,12 @@ class Connection:
         """`docker info` as the engine answers it (runtimes, CDI spec directories, versions)."""
         info: dict[str, Any] = _call(self._sdk().info, "ask the engine for its configuration")
         return info
+
+
+def containerd_store(info: dict[str, Any]) -> bool:
+    """`docker info` says its images live in containerd's store (DriverStatus driver-type io.containerd.snapshotter)."""
+    status = info.get("DriverStatus") or []
+    return any(isinstance(row, list) and row[:1] == ["driver-type"] and "containerd" in str(row[1:2]) for row in status)
 
 
 def find_build_client() -> tuple[str, bool]:

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 from builder.engine.containers import DockerEngine
+from builder.engine.images import image_info
 from builder.engine.types import ImageInfo
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
@@ -54,20 +55,6 @@ def get(path: str) -> tuple[int, Any] | None:
         connection.close()
 
 
-def image_info(attrs: dict[str, Any]) -> ImageInfo:
-    """The engine's image JSON as the SDK-based inspect reads it (builder/engine/images.py)."""
-    config = attrs.get("Config") or {}
-    return ImageInfo(
-        id=str(attrs.get("Id", "")),
-        labels=dict(config.get("Labels") or {}),
-        tags=tuple(attrs.get("RepoTags") or ()),
-        digests=tuple(attrs.get("RepoDigests") or ()),
-        size=int(attrs.get("Size", 0)),
-        env=tuple(config.get("Env") or ()),
-        platform=f"{attrs.get('Os', 'linux')}/{attrs.get('Architecture', 'amd64')}",
-    )
-
-
 class QuickEngine(DockerEngine):
     def daemon_info(self) -> dict[str, Any]:
         found = get("/info")
@@ -82,3 +69,10 @@ class QuickEngine(DockerEngine):
         if found is not None and found[0] == 200 and isinstance(found[1], dict):
             return image_info(found[1])
         return super().inspect(ref)
+
+    def labelled(self, label: str) -> list[ImageInfo]:
+        listed = get("/images/json?filters=" + quote(json.dumps({"label": [label]})))
+        if listed is None or listed[0] != 200 or not isinstance(listed[1], list):
+            return super().labelled(label)
+        found = (self.inspect(str(item.get("Id", ""))) for item in listed[1] if isinstance(item, dict))
+        return [info for info in found if info is not None]

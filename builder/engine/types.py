@@ -16,6 +16,11 @@ class EngineInfo:
     client: str
     buildx: bool
     platform: str = "linux/amd64"  # the engine's own os/architecture: other platforms run emulated
+    containerd_store: bool = False  # images live in containerd's store (Docker 24+ opt-in, 29's default)
+
+    @property
+    def image_store(self) -> str:
+        return "containerd" if self.containerd_store else "graph driver"
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,7 @@ class ImageInfo:
     size: int
     env: tuple[str, ...] = ()
     platform: str = "linux/amd64"  # os/architecture as the image config says
+    created: str = ""  # RFC 3339, as the engine says ("" where it does not)
 
 
 @dataclass(frozen=True)

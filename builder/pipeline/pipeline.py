@@ -192,8 +192,8 @@ def _build_and_verify(
         log(f"[{name}] building (log: {log_path})")
         try:
             outcome.image_id = engine.build(request, on_line)
-        except BuildError as exc:
-            raise BuildError(_emulation_hint(str(exc), request.platform, native)) from None
+        except BuildError as exc:  # the error line names the failing step and its cause; the log has the rest
+            raise BuildError(f"{_emulation_hint(str(exc), request.platform, native)}. Log: {log_path}") from None
     outcome.seconds = time.monotonic() - start
     outcome.stages = times.stages()
     image = engine.inspect(outcome.image_id)

@@ -4,6 +4,7 @@ on a half-built or unverified image."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from kit import (
 )
 
 pytestmark = pytest.mark.docker
+# The small CPU recipe: a failure in it costs seconds, not a CUDA build.
+CPU_FLAGS = ("--torch", "2.5.1", "--variant", "cpu", "--python", "3.11", "--os", "debian12")
 
 
 def test_no_daemon(tmp_path: os.PathLike[str]) -> None:
@@ -60,7 +63,25 @@ def test_a_failing_build_step_tags_nothing(tmp_path: os.PathLike[str]) -> None:
         "build", *E2E_FLAGS, "--pip", "torchyard-no-such-package-4d2f==0.0.1", "--repo", repo, "-o", str(tmp_path)
     )
     assert run.code == 4, run.text[-2000:]
-    assert one_line_error(run).startswith("torchyard: error: docker build failed (exit 1): ")
+    line = one_line_error(run)
+    assert line.startswith("torchyard: error: build step [") and "torchyard-no-such-package-4d2f" in line, line
+    assert local_tags(repo) == []
+
+
+def test_an_index_that_refuses_connections_is_named_with_the_failing_step(tmp_path: os.PathLike[str]) -> None:
+    """Nothing listens on port 9 inside a build container. Whichever step asks the index first (the uv stage's
+    uv_fetch, the build stage's uv, or --pip's where those are cached), the line names it, the host and port, the
+    step's last lines and the log; the index's credentials appear nowhere."""
+    repo = f"{REGISTRY}/torchyard-e2e/refused-index-{RUN_ID}"
+    index = "http://ci:s3cr3t@127.0.0.1:9/simple"
+    run = torchyard("build", *CPU_FLAGS, "--pip-index-url", index, "--pip", "six", "--repo", repo, "-o", str(tmp_path))
+    assert run.code == 4, run.text[-2000:]
+    line = one_line_error(run)
+    assert re.match(r"torchyard: error: build step \[[\w-]+ \d+/\d+\] RUN \S", line), line
+    assert "failed (exit code " in line and "cannot connect to 127.0.0.1:9 (connection refused)" in line, line
+    assert "in a RUN step 127.0.0.1 is the build container itself" in line and 'Last output: "' in line, line
+    assert line.endswith(f". Log: {tmp_path}/build-runtime.log"), line
+    assert "s3cr3t" not in run.text and "did not complete successfully" not in line
     assert local_tags(repo) == []
 
 

@@ -276,7 +276,7 @@ def test_the_pip_index_reaches_the_build_as_a_generated_secret(cli: Cli, engines
         ("info_error", EngineError("no Docker engine answers at unix:///var/run/docker.sock: start dockerd"), 3,
          "torchyard: error: no Docker engine answers at unix:///var/run/docker.sock: start dockerd\n"),
         ("fail_build", BuildError("docker build failed (exit 1): #7 ERROR: process did not complete"), 4,
-         "torchyard: error: docker build failed (exit 1): #7 ERROR: process did not complete\n"),
+         "torchyard: error: docker build failed (exit 1): #7 ERROR: process did not complete. Log: {log}\n"),
         ("smoke_failures", {"libs.cuda": "libcudnn.so.9 did not load"}, 4,
          "torchyard: error: [runtime] smoke suite failed, nothing tagged: libs.cuda: libcudnn.so.9 did not load\n"),
         ("fail_push", PushError("push r: denied: requested access to the resource is denied"), 5,
@@ -292,7 +292,7 @@ def test_each_failure_is_one_line_with_its_exit_code(
 ) -> None:
     fake = use_fake(engines, plan(IDENT), **{knob: value})
     r = cli("build", *PIN, "--repo", REPO, "--push", "-o", str(tmp_path / "ctx"))
-    assert (r.code, r.err) == (code, err)
+    assert (r.code, r.err) == (code, err.format(log=tmp_path / "ctx" / "build-runtime.log"))  # a build's log: its path
     assert "Traceback" not in r.out + r.err
     if knob != "fail_push":
         assert fake.tags == {}

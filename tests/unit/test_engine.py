@@ -5,6 +5,7 @@ No process is started and no engine is reached.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -34,6 +35,7 @@ from builder.engine import (
     find_build_client,
     split_ref,
 )
+from builder.engine.images import built_id, push_refusal
 
 INFO_CLASSIC = EngineInfo("20.10.24", "1.41", "/usr/bin/docker", False)
 
@@ -242,6 +244,7 @@ class FakeClient:
     version_calls: int = 0
     leftovers: list[Any] = field(default_factory=list)  # exited containers an earlier process started
     pings_before_gone: int | None = None  # the engine stops answering after this many pings
+    info_answer: dict[str, Any] = field(default_factory=lambda: {"DriverStatus": [["Backing Filesystem", "extfs"]]})
 
     def ping(self) -> bool:
         if self.pings_before_gone is not None:
@@ -259,6 +262,9 @@ class FakeClient:
         self.version_calls += 1
         return self.version_info
 
+    def info(self) -> dict[str, Any]:
+        return self.info_answer
+
 
 def sdk(monkeypatch: pytest.MonkeyPatch, client: FakeClient | Exception) -> None:
     def from_env(**kwargs: Any) -> Any:
@@ -267,13 +273,14 @@ def sdk(monkeypatch: pytest.MonkeyPatch, client: FakeClient | Exception) -> None
         return SimpleNamespace(
             ping=client.ping,
             version=client.version,
+            info=client.info,
             images=client.image_store,
             containers=client.containers,
             api=client.api,
         )
 
     monkeypatch.setattr(docker, "from_env", from_env)
-    monkeypatch.setattr(builder.engine, "find_build_client", lambda: ("/usr/bin/docker", False))
+    monkeypatch.setattr(builder.engine.probe, "find_build_client", lambda: ("/usr/bin/docker", False))
 
 
 NO_SOCKET = docker.errors.DockerException(
@@ -430,24 +437,29 @@ def test_buildx_argv_keeps_buildx_build_load(monkeypatch: pytest.MonkeyPatch) ->
     info = EngineInfo("28.1.1", "1.49", "/usr/local/bin/docker", True)
     engine_with(monkeypatch, recorder, info).build(BUILDX, lambda line: None)
     assert recorder.argv[:5] == ["/usr/local/bin/docker", "buildx", "build", "--load", "--provenance=false"]
-    assert recorder.argv[-1] == "/c" and recorder.argv[-2].startswith("--iidfile=")
+    assert recorder.argv[-1] == "/c" and recorder.argv[-3].startswith("--iidfile=")
+    assert recorder.argv[-2].startswith("--metadata-file=")
 
 
-def test_a_failed_build_names_the_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_build_names_the_failing_step_and_its_cause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The step's header came long before its error (tests/unit/test_build_failure.py has the recorded logs)."""
     recorder = Recorder(
         returncode=1,
         lines=(
             "#7 [runtime 3/5] RUN pip install torch",
+            *(f"#7 1.{i:03} Collecting package-{i}" for i in range(60)),
+            "#7 9.100 ERROR: No matching distribution found for torch==9.9",
             '#7 ERROR: process "/bin/sh -c pip install torch" did not complete successfully: exit code: 1',
             "------",
         ),
     )
     with pytest.raises(BuildError) as raised:
         engine_with(monkeypatch, recorder).build(CLASSIC, lambda line: None)
-    assert str(raised.value) == (
-        'docker build failed (exit 1): #7 ERROR: process "/bin/sh -c pip install torch" did not complete '
-        "successfully: exit code: 1"
+    assert str(raised.value).startswith(
+        "build step [runtime 3/5] RUN pip install torch failed (exit code 1): no version of torch==9.9 on the package "
+        "index; check the name and version"
     )
+    assert str(raised.value).endswith('Last output: "ERROR: No matching distribution found for torch==9.9"')
     assert raised.value.exit_code == 4
 
 
@@ -776,3 +788,44 @@ def test_a_run_removes_the_exited_containers_of_torchyard_processes_that_are_gon
     assert [c.removed for c in leftovers] == [True, False, False]  # a live process's and another host's stay
     [(_, _, kwargs)] = client.started
     assert kwargs["labels"] == {"io.torchyard.run-by": f"{host}:{os.getpid()}"}
+
+
+# --- the containerd image store ------------------------------------------------------------------------------
+
+
+def test_the_image_store_is_read_from_docker_info(monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeClient(info_answer={"DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]]})
+    sdk(monkeypatch, client)
+    info = DockerEngine().info()
+    assert (info.containerd_store, info.image_store) == (True, "containerd")
+    assert (INFO_CLASSIC.containerd_store, INFO_CLASSIC.image_store) == (False, "graph driver")
+
+
+def test_in_containerd_s_store_a_built_image_is_known_by_its_manifest_digest(tmp_path: Path) -> None:
+    iid, metadata = tmp_path / "iid", tmp_path / "metadata.json"
+    iid.write_text("sha256:" + "c" * 64 + "\n")
+    metadata.write_text(json.dumps({"containerimage.config.digest": "sha256:" + "c" * 64,
+                                    "containerimage.digest": "sha256:" + "m" * 64}))  # fmt: skip
+    assert built_id(iid, metadata, containerd=True) == "sha256:" + "m" * 64
+    assert built_id(iid, metadata, containerd=False) == "sha256:" + "c" * 64
+    assert built_id(iid, tmp_path / "none.json", containerd=True) == "sha256:" + "c" * 64
+
+
+def test_a_push_through_containerd_s_store_names_its_digest_in_the_status_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    digest = "sha256:" + "e" * 64
+    client = FakeClient(push_events=[{"status": "The push refers to repository [r/x]"},
+                                     {"status": "Mounted from other", "progressDetail": {}, "id": "b03bfd502895"},
+                                     {"status": f"t1: digest: {digest} size: 406"}])  # fmt: skip
+    sdk(monkeypatch, client)
+    assert DockerEngine().push("r/x:t1", None, lambda line: None) == digest
+
+
+def test_a_refusal_in_containerd_s_words_is_the_registry_s_refusal() -> None:
+    said = (
+        "unexpected status from POST request to http://127.0.0.1:45581/v2/team/ro/blobs/uploads/?mount=sha256:29"
+        "&from=base: 405 Method Not Allowed"
+    )
+    assert (
+        push_refusal(said)
+        == "the registry refused it: HTTP 405, method not allowed: the registry is read-only (or takes no pushes here)"
+    )

@@ -199,7 +199,8 @@ def test_exec_format_error_says_how_to_register_the_emulator(tmp_path: Path) -> 
     engine = fake(native, fail_build=failure)
     with pytest.raises(BuildError) as raised:
         run(engine, native, tmp_path / "amd64")
-    assert str(raised.value) == str(failure)  # the host's own platform: no emulator to blame
+    log = tmp_path / "amd64" / "ctx" / "build-runtime.log"
+    assert str(raised.value) == f"{failure}. Log: {log}"  # the host's own platform: no emulator to blame
 
 
 # --- the smoke options ---------------------------------------------------------------------------------
