@@ -35,6 +35,9 @@ HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
 def services() -> Iterator[None]:
     if HOST_CA.exists():  # builds reach PyPI through this network's proxy: as a user here would, trust it
         os.environ.setdefault("PIP_CERT", str(HOST_CA))
+    # The tests' own `docker build`s (fixtures, planted images): buildx with the containerd store would wrap each in an
+    # index with a provenance attestation; torchyard's builds pass --provenance=false themselves.
+    os.environ.setdefault("BUILDX_NO_DEFAULT_ATTESTATIONS", "1")
     problems = []
     engine = subprocess.run(["/usr/bin/docker", "info"], capture_output=True, check=False)
     if engine.returncode != 0:
