@@ -22,7 +22,13 @@ import threading
 import time
 from pathlib import Path
 
-from builder.host.locate import locate_image
+from builder.core.kinds import Flavor, Strategy
+from builder.host.locate import Wanted, locate
+from builder.lock.resolve_id import find_combination
+from builder.matrix.loader import load_matrix
+from builder.render.context import labels as image_labels
+from builder.render.options import RenderOptions
+from builder.resolve.verdict import Answer
 
 DOCKER = "/usr/bin/docker"
 
@@ -37,9 +43,16 @@ def timed(argv: list[str], runs: int) -> tuple[float, float, dict[str, object]]:
     return statistics.median(times), max(times), json.loads(first.stdout)
 
 
-def stand_in(repo: str, tag: str) -> None:
-    """debian:bookworm-slim under the recommended tag in the local registry: the look-up reads a manifest."""
-    subprocess.run([DOCKER, "tag", "debian:bookworm-slim", f"{repo}:{tag}"], check=True)
+def stand_in(repo: str, tag: str, ident: str) -> None:
+    """debian:bookworm-slim with the labels of the recommended combination's runtime image, under its tag in the
+    local registry: the look-up reads the tags list, a manifest and the config (the labels say what it holds)."""
+    c = find_combination(load_matrix(), ident)
+    assert c is not None, ident
+    labels = image_labels(c, Flavor.RUNTIME, Strategy.WHEELS, c.sass or (), None, RenderOptions())
+    dockerfile = "FROM debian:bookworm-slim\n" + "".join(f"LABEL {k}={json.dumps(v)}\n" for k, v in labels)
+    env = {**os.environ, "BUILDX_NO_DEFAULT_ATTESTATIONS": "1"}
+    subprocess.run([DOCKER, "build", "-q", "-t", f"{repo}:{tag}", "-"], input=dockerfile.encode(), env=env, check=True,
+                   capture_output=True)  # fmt: skip
     subprocess.run([DOCKER, "push", "-q", f"{repo}:{tag}"], check=True, capture_output=True)
     subprocess.run([DOCKER, "rmi", f"{repo}:{tag}"], check=True, capture_output=True)  # only in the registry
 
@@ -67,10 +80,9 @@ def main() -> int:
     dead = silent_server()
     torchyard = str(Path(sys.executable).with_name("torchyard"))
     found, missing = f"{args.registry}/locate-bench/torchyard", f"{args.registry}/locate-bench/absent"
-    tag = json.loads(subprocess.run([torchyard, "doctor", "--json"], capture_output=True, check=True).stdout)[
-        "recommended"
-    ]["image"].rsplit(":", 1)[1]
-    stand_in(found, tag)
+    chosen = json.loads(subprocess.run([torchyard, "doctor", "--json"], capture_output=True, check=True).stdout)
+    tag, ident = chosen["recommended"]["image"].rsplit(":", 1)[1], chosen["recommended"]["id"]
+    stand_in(found, tag, ident)
     cases = [
         ("none (no --repo: the local engine only)", None),
         ("in the repository", found),
@@ -91,14 +103,15 @@ def main() -> int:
           f"load average {load} on {os.cpu_count()} CPUs when it ended.\n")  # fmt: skip
     print("| command | registry | found | median (s) | max (s) | goal |\n|---|---|---|---|---|---|")
     print("\n".join(rows))
-    print("\nThe look-up alone, in one process (builder.host.locate.locate_image, the engine not asked):\n")
+    print("\nThe look-up alone, in one process (builder.host.locate.locate, the engine not asked):\n")
     print("| registry | found | median (s) | max (s) |\n|---|---|---|---|")
+    wanted = Wanted(ident, tag, "linux/amd64", "", "")
     for label, repo in cases[1:]:
         assert repo is not None
         times, where = [], ""
         for _ in range(args.runs):
             start = time.perf_counter()
-            where = locate_image(tag, local=None, repo=repo, build="", size="").where.value
+            where = locate(wanted, lambda *_: Answer.RUNS, local=None, repo=repo).where.value
             times.append(time.perf_counter() - start)
         print(f"| {label} | {where} | {statistics.median(times):.3f} | {max(times):.3f} |")
     return 0 if ok else 1

@@ -89,6 +89,7 @@ def phases(image: str) -> int:
     marks = [("start", time.perf_counter())]
     from builder.cli import run_cmd  # noqa: F401  (click, the model, the resolver, doctor)
     from builder.engine.quick import QuickEngine
+    from builder.host.identity import caller
     from builder.host.launch import RunRequest, prepare
     from builder.host.probe import probe
     from builder.host.runtime import read_runtime
@@ -101,7 +102,7 @@ def phases(image: str) -> int:
     system, engine = RealSystem(), QuickEngine()
     host, runtime = probe(m, system), read_runtime(system, engine.daemon_info)
     marks.append(("read the host (nvidia-smi ...) and the engine (docker info)", time.perf_counter()))
-    prepare(m, host, runtime, RunRequest(image=image, workspace=os.getcwd(), user="0:0"), engine)
+    prepare(m, host, runtime, RunRequest(image=image, workspace=os.getcwd(), who=caller()), engine)
     marks.append(("choose (doctor), inspect and judge the image", time.perf_counter()))
     print("| phase | seconds |\n|---|---|")
     for (_, before), (name, after) in itertools.pairwise(marks):

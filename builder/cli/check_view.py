@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from builder.host.container_check import FAILED, ContainerCheck, check_here
 from builder.host.doctor import Diagnosis
-from builder.host.launch import DEFAULT_REPO
+from builder.host.identity import caller
+from builder.host.locate import registry_of
 
 
-def run_check(d: Diagnosis, image: str, repo: str, timeout: float) -> ContainerCheck:
-    """IMAGE ("" for the recommended one), started as `torchyard run` starts it, as the caller's user."""
+def run_check(d: Diagnosis, image: str, timeout: float) -> ContainerCheck:
+    """IMAGE ("" for the one doctor located, else the recommended one), started as `torchyard run` starts it, as
+    the caller's user."""
     from builder.engine import DockerEngine
 
-    target = image or (d.recommended.image if d.recommended else "")
+    target = image or d.image or (d.recommended.image if d.recommended else "")
     if not target:
         raise_no_image()
-    user = f"{os.getuid()}:{os.getgid()}"
-    return check_here(d, target, DockerEngine(), user, timeout, pull=bool(image) or repo != DEFAULT_REPO)
+    pull = bool(image) or registry_of(d.repo) is not None
+    return check_here(d, target, DockerEngine(), caller(), timeout, pull=pull)
 
 
 def raise_no_image() -> None:

@@ -14,7 +14,7 @@ from builder.cli.request import takes
 from builder.core import env
 from builder.core.versions import driver_version
 from builder.host.doctor import Diagnosis, diagnose
-from builder.host.locate import locate_diagnosis, location_json, where_lines
+from builder.host.locate import location_json, where_lines
 from builder.host.probe import probe
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.host.system import RealSystem
@@ -22,6 +22,7 @@ from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
 
 SCHEMA = 1
+NO_RUN = "build it first (the line above), then: torchyard run"  # no image to start yet, none to pull
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,9 +76,8 @@ def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
     engine = DockerEngine()
     runtime = read_runtime(system, engine.daemon_info)
     wish = RawQuery(torch=flags.torch_spec, python=flags.python_spec, os=flags.os_name)
-    d = diagnose(m, host, runtime, wish, flags.repo)
-    d.location = locate_diagnosis(d, flags.repo, engine)
-    check = None if flags.check_image is None else run_check(d, flags.check_image, flags.repo, flags.check_timeout)
+    d = diagnose(m, host, runtime, wish, flags.repo, engine)
+    check = None if flags.check_image is None else run_check(d, flags.check_image, flags.check_timeout)
     if flags.as_json:
         emit_json(as_data(d, Facts(m)) | ({"check": check_data(check)} if check else {}))
     else:
@@ -114,7 +114,7 @@ def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:
             "torch": r.result.combo.local_version,
             "cuda": str(r.result.combo.variant.cuda) if r.result.combo.variant.cuda else None,
             "image": r.image,
-            "run": r.run,
+            "run": d.run,
             "build": r.build,
             "pip": r.pip,
             "where": location_json(d.location) if d.location else None,
@@ -182,6 +182,6 @@ def _recommendation_lines(d: Diagnosis) -> list[str]:
         f"  image:    {r.image}",
         *(f"  where:    {line}" for line in (where_lines(d.location) if d.location else [])),
         f"  build it: {r.build}",
-        f"  run it:   {r.run}",
+        f"  run it:   {d.run or NO_RUN}",
         f"  or pip:   {r.pip}",
     ]

@@ -8,8 +8,9 @@ from typing import Any
 import click
 
 from builder.cli.lookup_view import image_ref
-from builder.cli.options import here_option, image_reference, matrix_of, query_here
+from builder.cli.options import HOST, here_option, image_reference, matrix_of, query_here
 from builder.cli.output import emit_json
+from builder.host.doctor import no_gpu
 from builder.host.image_inspect import ImageFacts, Remote, combination_of, judge, read_facts
 from builder.matrix.model import Matrix
 from builder.resolve.choose import choose_result
@@ -68,7 +69,8 @@ def inspect_cmd(ctx: click.Context, /, image: str, **flags: Any) -> None:
     engine.info()
     facts = read_facts(engine, req.image, Remote(platform=q.platform.value, pull=req.pull))
     asked = q.driver is not None or bool(q.archs) or q.platform_given or req.here
-    checks = judge(m, facts, q) if asked else []
+    cpu = req.here and no_gpu(ctx.meta[HOST])  # a machine without a GPU: RUNS ON CPU, the GPU rules not applicable
+    checks = judge(m, facts, q, cpu_host=cpu) if asked else []
     runs = verdict(checks, here=req.here) if asked else None
     c = combination_of(m, facts)
     if req.as_json:
@@ -119,7 +121,9 @@ def as_data(
         "unread": facts.unread,
         "nvidia_require_cuda": facts.require_cuda,
         "question": _question(q) if runs is not None else None,
-        "runs": {Answer.RUNS: True, Answer.WILL_NOT_RUN: False}.get(runs.answer) if runs else None,
+        "runs": {Answer.RUNS: True, Answer.RUNS_ON_CPU: True, Answer.WILL_NOT_RUN: False}.get(runs.answer)
+        if runs
+        else None,
         "verdict": runs.answer.value if runs else None,
         "conditions": list(runs.conditions) if runs else [],
         "to_tell": list(runs.unknown) if runs else [],

@@ -17,12 +17,20 @@ from builder.cli.lookup_view import (
     unrecorded_note,
     wide_table,
 )
-from builder.cli.options import combination_options, here_option, inference_options, matrix_of, query_of, repository
+from builder.cli.options import (
+    HOST,
+    combination_options,
+    here_option,
+    inference_options,
+    matrix_of,
+    query_of,
+    repository,
+)
 from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
 from builder.core.errors import NoMatchError, UsageError
-from builder.host.locate import Location, engine_lookup, location_json, where_lines
+from builder.host.locate import Location, location_json, where_lines
 from builder.matrix.model import Matrix
 from builder.resolve.choose import SHOWN_REASONS, failure_message
 from builder.resolve.facts import Facts
@@ -70,7 +78,7 @@ def lookup_cmd(ctx: click.Context, flags: LookupFlags) -> None:
     m = matrix_of(ctx)
     q = query_of(m, dict(flags.shared), here=flags.here)
     found = lookup(m, q)
-    where = _where(m, found, flags.repo, q.inference) if flags.here and found.valid else None
+    where = _where(ctx, m, found, flags.repo, q.inference) if flags.here and found.valid else None
     if flags.as_json:
         listed = lookup_json(m, found, flags.limit, inference=q.inference)
         emit_json(listed | ({"where": location_json(where)} if where else {}))
@@ -112,18 +120,21 @@ def _print_rows(found: Lookup, flags: LookupFlags, *, driver: bool, arch: bool) 
         click.echo(note)
 
 
-def _where(m: Matrix, found: Lookup, repo: str | None, inference: bool) -> Location:
-    """Where lookup --here's first row can be had (host.locate, as doctor says it)."""
-    from builder.engine import DockerEngine
-    from builder.host.locate import expected_size, locate_recommended
+def _where(ctx: click.Context, m: Matrix, found: Lookup, repo: str | None, inference: bool) -> Location:
+    """Where lookup --here's first row can be had: the locator doctor uses (the local engine, the team's registry
+    repository, else another local image that runs here)."""
+    from builder.engine.quick import QuickEngine
+    from builder.host.doctor import judge_here
+    from builder.host.locate import Wanted, engine_images, expected_size, locate, registry_of
 
     r = found.valid[0]
     c, offer = r.combo, offer_for(m, r, inference=inference)
     size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
     build = best_block(m, r, offer=offer).split("  build:  ", 1)[1].splitlines()[0]
-    return locate_recommended(
-        image_ref(m, r, repo or "torchyard", offer), build, size, repo=repo, local=engine_lookup(DockerEngine())
-    )
+    tag = image_ref(m, r, offer=offer).rpartition(":")[2]
+    wanted = Wanted(c.id, tag, c.platform.value, build, size, offer.flavor.value)
+    judge = judge_here(m, ctx.meta[HOST])
+    return locate(wanted, judge, local=engine_images(QuickEngine()), repo=registry_of(repo))
 
 
 def lookup_json(m: Matrix, found: Lookup, limit: int, *, inference: bool = False) -> dict[str, Any]:

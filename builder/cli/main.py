@@ -20,22 +20,38 @@ ENV_DEBUG = env.DEBUG
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: torchyard itself failed
 
-# Commands load on use, so `torchyard lookup` never imports jinja2 or docker.
+# Commands load on use, so `torchyard lookup` never imports jinja2 or docker; each with its one-line summary (the
+# first sentence of its help, checked by tests/unit/test_fast_help.py), so `torchyard --help` imports none of them.
 _COMMANDS = {
-    "doctor": "builder.cli.doctor_cmd:doctor_cmd",
-    "lookup": "builder.cli.lookup_cmd:lookup_cmd",
-    "explain": "builder.cli.lookup_cmd:explain_cmd",
-    "inspect": "builder.cli.inspect_cmd:inspect_cmd",
-    "matrix": "builder.cli.matrix_cmd:matrix_group",
-    "render": "builder.cli.render_cmd:render_cmd",
-    "build": "builder.cli.build_cmd:build_cmd",
-    "smoke": "builder.cli.smoke_cmd:smoke_cmd",
-    "publish": "builder.cli.publish_cmd:publish_cmd",
-    "promote": "builder.cli.promote_cmd:promote_cmd",
-    "lock": "builder.cli.lock_cmd:lock_group",
-    "run": "builder.cli.run_cmd:run_cmd",
-    "verify-image": "builder.cli.verify_cmd:verify_cmd",
-}
+    "doctor": ("builder.cli.doctor_cmd:doctor_cmd",
+               "Which image runs on this machine, the docker run line that starts it, and what to fix."),
+    "lookup": ("builder.cli.lookup_cmd:lookup_cmd",
+               "Valid combinations for a driver / GPU / version request, best first, and why the rest fail."),
+    "explain": ("builder.cli.lookup_cmd:explain_cmd",
+                "Every rule for the combination lookup picks first (or the nearest candidate), with sources."),
+    "inspect": ("builder.cli.inspect_cmd:inspect_cmd",
+                "What IMAGE holds (any image with torch) and whether it runs on the driver / GPU given, or here."),
+    "matrix": ("builder.cli.matrix_cmd:matrix_group", "Inspect and check matrix.toml."),
+    "render": ("builder.cli.render_cmd:render_cmd",
+               "Write Dockerfile + build context + plan.json and print the docker build command."),
+    "build": ("builder.cli.build_cmd:build_cmd",
+              "Build (and verify, smoke-test, tag, push) images for the best or pinned combination."),
+    "smoke": ("builder.cli.smoke_cmd:smoke_cmd", "Run the smoke suite inside IMAGE (any image with Python and torch)."),
+    "publish": ("builder.cli.publish_cmd:publish_cmd",
+                "Build, smoke-test and push the publish set; aliases move only after their images passed."),
+    "promote": ("builder.cli.promote_cmd:promote_cmd",
+                "Copy SRC (repo:tag or repo@digest) to DST (repo:tag) inside the registry: blobs by cross-repository "
+                "mount (copied when SRC is on another registry), then the manifest or index byte for byte, so DST "
+                "has SRC's digest."),
+    "lock": ("builder.cli.lock_cmd:lock_group",
+             "The exact distribution set of an image, to install it outside the image (docs/lock.md)."),
+    "run": ("builder.cli.run_cmd:run_cmd",
+            "Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at "
+            "/workspace and your UID:GID."),
+    "verify-image": ("builder.cli.verify_cmd:verify_cmd",
+                     "Check that REF (repo:tag or repo@digest) is signed with the team's key and carries an SBOM and "
+                     "a SLSA provenance statement about its exact digest, each signed too (docs/trust.md)."),
+}  # fmt: skip
 
 
 class LazyGroup(click.Group):
@@ -45,10 +61,20 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in _COMMANDS:
             return None
-        module, attr = _COMMANDS[cmd_name].split(":")
+        module, attr = _COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from the summaries above, shortened as click shortens a command's own help."""
+        limit = formatter.width - 6 - max(len(name) for name in _COMMANDS)
+        rows = [
+            (name, click.Command(name, help=summary).get_short_help_str(limit))
+            for name, (_, summary) in _COMMANDS.items()
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -102,6 +102,9 @@ def query_of(m: Matrix, kwargs: dict[str, Any], *, here: bool = False) -> Query:
     return query_here(m, raw_query_of(kwargs), here=here)
 
 
+HOST = "torchyard.host"  # ctx.meta: the machine --here read (builder.host.probe.Host)
+
+
 def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
     """The query the flags ask; with `here`, what they leave open comes from this machine (host_query, the
     chooser doctor uses: a CPU image where no GPU can be used), said in lines on stderr."""
@@ -111,6 +114,7 @@ def query_here(m: Matrix, raw: RawQuery, *, here: bool) -> Query:
     from builder.host.probe import probe
 
     host = probe(m)
+    click.get_current_context().meta[HOST] = host  # lookup --here's locator judges images for the same machine
     hq = host_query(m, host, raw)
     click.echo(f"torchyard: this machine: {host.describe()}", err=True)
     for note in hq.notes:

@@ -16,6 +16,7 @@ from builder.cli.options import image_reference, matrix_of, repository
 from builder.core import env
 from builder.core.errors import UsageError
 from builder.engine.interactive import docker_run_argv, run_container
+from builder.host.identity import caller
 from builder.host.launch import Launch, RunRequest, obtain, prepare
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
@@ -108,7 +109,7 @@ def request_of(image: str | None, flags: dict[str, Any], after: list[str]) -> Ru
         repo=flags["repo"],
         wish=RawQuery(torch=flags["torch_spec"], python=flags["python_spec"], os=flags["os_name"]),
         workspace=workspace,
-        user=None if flags["root"] else f"{os.getuid()}:{os.getgid()}",
+        who=None if flags["root"] else caller(),
         shm_size=flags["shm_size"],
         env=tuple(flags["env_vars"]),
         docker_args=tuple(docker_args),

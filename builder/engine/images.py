@@ -220,6 +220,8 @@ def _said_digest(event: dict[str, Any]) -> str:
     sends no aux event with it."""
     found = _DIGEST_SAID.search(str(event.get("status") or ""))
     return found[1] if found else ""
+
+
 _STATUS = {
     401: "unauthorized: give --registry-user and the password (or docker login)",
     403: "denied: these credentials may not push to this repository",

@@ -34,6 +34,7 @@ class ContainerSpec:
     workspace: str | None = None  # a host folder mounted at /workspace, the working directory
     user: str | None = None  # UID:GID; None: the image's user (root in most)
     env: tuple[str, ...] = ()  # NAME=VALUE, or NAME to pass the caller's value
+    files: tuple[tuple[str, str], ...] = ()  # (host file, container path), mounted read-only (the user's passwd)
     tty: bool = False  # -t: stdin is a terminal
     interactive: bool = True  # -i: the container reads the caller's stdin
     extra: tuple[str, ...] = ()  # more `docker run` options, as the user gave them
@@ -60,6 +61,8 @@ def docker_run_argv(spec: ContainerSpec, client: str = "docker") -> list[str]:
         argv += ["-v", f"{spec.workspace}:{WORKSPACE}", "-w", WORKSPACE]
     if spec.user is not None:
         argv += ["--user", spec.user, "-e", f"HOME={HOME}"]
+    for source, target in spec.files:
+        argv += ["-v", f"{source}:{target}:ro"]
     for item in spec.env:
         argv += ["-e", item]
     return [*argv, *spec.extra, spec.image, *spec.command]

@@ -17,6 +17,7 @@ from typing import Any
 from builder.core.errors import EngineError, PushError
 from builder.engine.interactive import ContainerSpec, Exited, container_name, docker_run_argv, run_container
 from builder.host.doctor import NVIDIA_TOOLKIT_URL, Diagnosis, Problem
+from builder.host.identity import Caller, env_of
 from builder.host.launch import Images, gpu_access
 
 PROBE = Path(__file__).resolve().parents[1] / "smoke" / "runtime_probe.py"
@@ -48,16 +49,17 @@ class ContainerCheck:
     problems: list[Problem] = field(default_factory=list)
 
 
-def probe_spec(d: Diagnosis, image: str, user: str | None, python: str = "python3") -> ContainerSpec:
-    """The container `run` would start (GPU flags, --ipc=host, the caller's user), with the probe as its
-    command, no workspace and no stdin."""
+def probe_spec(d: Diagnosis, image: str, who: Caller | None, python: str = "python3") -> ContainerSpec:
+    """The container `run` would start (GPU flags, --ipc=host, the caller's user and name), with the probe as
+    its command, no workspace and no stdin."""
     gpu, _ = gpu_access(d.host, d.runtime)
     command = (python, "-c", PROBE.read_text())
     return ContainerSpec(image=image, command=command, name=container_name("torchyard-check"), gpu_flags=gpu,
-                         user=user, interactive=False)  # fmt: skip
+                         user=who.user if who else None, env=env_of(who) if who else (),
+                         interactive=False)  # fmt: skip
 
 
-def check_image(d: Diagnosis, image: str, user: str | None, timeout: float) -> ContainerCheck:
+def check_image(d: Diagnosis, image: str, user: Caller | None, timeout: float) -> ContainerCheck:
     """Run the probe in `image` (python3, else python) and judge what it saw."""
     spec = probe_spec(d, image, user)
     exited = run_container(spec, capture=True, timeout=timeout)
@@ -153,7 +155,7 @@ def _devices(d: Diagnosis, seen: dict[str, Any]) -> tuple[Part, list[Problem]]:
 
 
 def check_here(
-    d: Diagnosis, image: str, engine: Images, user: str | None, timeout: float, *, pull: bool
+    d: Diagnosis, image: str, engine: Images, user: Caller | None, timeout: float, *, pull: bool
 ) -> ContainerCheck:
     """The check of `image` where it can be had without a build: the local engine, else a pull (a given image,
     or the team's repository named); otherwise not checked, with the command that builds it (or the engine's
@@ -165,7 +167,7 @@ def check_here(
 
 
 def _check_here(
-    d: Diagnosis, image: str, engine: Images, user: str | None, timeout: float, *, pull: bool
+    d: Diagnosis, image: str, engine: Images, user: Caller | None, timeout: float, *, pull: bool
 ) -> ContainerCheck:
     if engine.inspect(image) is None:
         why = f"{image} is not in the local engine"
@@ -174,6 +176,7 @@ def _check_here(
                 raise PushError("no --repo / TORCHYARD_REPO to pull it from")
             engine.pull(image, None)
         except PushError as exc:
-            build = f": build it with `{d.recommended.build}`" if d.recommended and d.recommended.image == image else ""
+            chosen = d.recommended is not None and d.recommended.image == image
+            build = f": build it with `{d.recommended.build}`" if chosen and d.recommended else ""
             return ContainerCheck(image, "", cpu=Part(NOT_CHECKED, f"{why} ({exc}){build}"), gpu=Part(NOT_CHECKED, why))
     return check_image(d, image, user, timeout)

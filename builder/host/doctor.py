@@ -9,17 +9,29 @@ from dataclasses import dataclass, field, replace
 from builder.core.kinds import Flavor, Strategy
 from builder.core.versions import minor_str
 from builder.host.choose import choose_here, cpu_query
-from builder.host.locate import Location
-from builder.host.probe import Host
+from builder.host.image_inspect import judge, label_facts
+from builder.host.locate import (
+    Judge,
+    Location,
+    Shelf,
+    Wanted,
+    engine_images,
+    expected_size,
+    locate,
+    registry_of,
+)
+from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
 from builder.matrix.model import Matrix
 from builder.render.tags import image_tags
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
-from builder.resolve.query import Query, RawQuery
+from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.report import index_url, min_driver
 from builder.resolve.resolver import Result, evaluate, explain, lookup
+from builder.resolve.verdict import Answer, verdict
 
+DEFAULT_REPO = "torchyard"  # a name without a registry: images built here, never pulled
 NVIDIA_TOOLKIT_URL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 
 
@@ -33,10 +45,10 @@ class Problem:
 @dataclass(frozen=True)
 class Recommendation:
     result: Result
-    image: str
-    run: str
+    image: str  # the chosen combination's image, as `torchyard build` names it under the repository
     build: str
     pip: str
+    gpu_flags: tuple[str, ...] = ()  # what `docker run` needs here for the GPUs
 
 
 @dataclass
@@ -47,17 +59,45 @@ class Diagnosis:
     recommended: Recommendation | None = None
     problems: list[Problem] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
-    location: Location | None = None  # where the recommended image is (host.locate), when it was looked up
+    location: Location | None = None  # where the image to run is (host.locate), when the engine was asked
+    repo: str = "torchyard"
+
+    @property
+    def image(self) -> str | None:
+        """The image to run here: the one the locator found, else the recommended one where it can be pulled (a
+        registry repository), else None (nowhere: build it first)."""
+        if self.location is not None and self.location.reference:
+            return self.location.reference
+        r = self.recommended
+        return r.image if r is not None and registry_of(self.repo) else None
+
+    @property
+    def run(self) -> str | None:
+        """The docker run line that starts the image here; None while there is no image to start."""
+        image, r = self.image, self.recommended
+        if image is None or r is None:
+            return None
+        # "$PWD" stays for the user's shell to expand; everything else is quoted for pasting.
+        mount = ['-v "$PWD":/workspace', "-w", "/workspace"]
+        argv = ["docker", "run", "--rm", "-it", *r.gpu_flags, "--ipc=host", *mount, shlex.quote(image), "python"]
+        return " ".join(argv)
 
 
-def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQuery, repo: str) -> Diagnosis:
+def diagnose(
+    m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQuery, repo: str, engine: Shelf | None = None
+) -> Diagnosis:
     """`wish` narrows the choice (--torch, --python, --os); the machine fills in the rest. The combination is
-    host.choose.choose_here's, the one lookup --here, build and render name for this machine too."""
+    host.choose.choose_here's, the one lookup --here, build and render name for this machine too. With an engine,
+    the image to run is located (host.locate: the local engine, the team's registry repository)."""
     choice = choose_here(m, host, wish)
     hq = choice.here
     fix = "update torchyard (pip install -U torchyard), whose matrix may know it"
     d = Diagnosis(
-        host, runtime, hq.query, problems=[Problem("gpu", f"{n}: no image can be vouched for", fix) for n in hq.notes]
+        host,
+        runtime,
+        hq.query,
+        problems=[Problem("gpu", f"{n}: no image can be vouched for", fix) for n in hq.notes],
+        repo=repo,
     )
     if hq.failing is not None:
         d.problems.append(Problem("driver", hq.failing, _driver_fix(host)))
@@ -78,7 +118,35 @@ def diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQue
         d.problems += _why_nothing(m, cpu_query(hq.query) if choice.fallback else hq.query)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
     d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
+    if engine is not None and d.recommended is not None:
+        d.location = locate_recommended(m, d.recommended, host, repo, engine)
     return d
+
+
+def locate_recommended(m: Matrix, r: Recommendation, host: Host, repo: str, engine: Shelf) -> Location:
+    """Where the image to run here is: the recommended combination's, else another local one that runs here."""
+    c = r.result.combo
+    size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
+    wanted = Wanted(c.id, r.image.rpartition(":")[2], c.platform.value, r.build, size)
+    return locate(wanted, judge_here(m, host), local=engine_images(engine), repo=registry_of(repo))
+
+
+def judge_here(m: Matrix, host: Host) -> Judge:
+    """How an image (known by its labels) runs on this machine, as `inspect IMAGE --here` judges it: on a machine
+    without a GPU, RUNS ON CPU for any torch image of its platform without CUDA extensions."""
+    q = parse_query(m, fill_from_host(RawQuery(), host, m)[0])
+    cpu = no_gpu(host)
+
+    def judged(ref: str, labels: dict[str, str], platform: str, require: str | None) -> Answer:
+        facts = label_facts(ref, platform, labels, require)
+        return verdict(judge(m, facts, q, cpu_host=cpu), here=True).answer
+
+    return judged
+
+
+def no_gpu(host: Host) -> bool:
+    """No NVIDIA GPU at all: not in nvidia-smi's list, not on the PCI bus (a failing driver is not "no GPU")."""
+    return not host.all_gpus and not any(p for p in host.reading.problems if not p.startswith("no NVIDIA driver"))
 
 
 _NO_GPU_IMAGE = Problem(
@@ -97,18 +165,13 @@ def _driver_fix(host: Host) -> str:
 def _recommend(m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, *, gpu: bool) -> Recommendation:
     c = r.combo
     tag = image_tags(m, c, Flavor.RUNTIME, Strategy.WHEELS, ()).immutable
-    image = f"{repo}:{tag}"
-    gpu_flags = (runtime.gpu_flags if runtime else ["--gpus", "all"]) if gpu else []
-    # "$PWD" stays for the user's shell to expand; everything else is quoted for pasting.
-    mount = ['-v "$PWD":/workspace', "-w", "/workspace"]
-    run = " ".join(["docker", "run", "--rm", "-it", *gpu_flags, "--ipc=host", *mount, shlex.quote(image), "python"])
-    build = build_command(c, repo)
+    gpu_flags = tuple(runtime.gpu_flags if runtime else ["--gpus", "all"]) if gpu else ()
     index = index_url(c)
     pip = "pip install " + shlex.join(
         [f"torch=={c.torch.version}", f"torchvision=={c.torch.torchvision}", f"torchaudio=={c.torch.torchaudio}"]
         + (["--index-url", index] if index else [])
     )
-    return Recommendation(r, image, run, build, pip)
+    return Recommendation(r, f"{repo}:{tag}", build_command(c, repo), pip, gpu_flags)
 
 
 def build_command(c: Combination, repo: str) -> str:

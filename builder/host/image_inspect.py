@@ -36,7 +36,8 @@ from builder.resolve.rules import (
     rule_platform,
     rule_ptx_driver,
 )
-from builder.resolve.rules.check import Missing, not_checked
+from builder.resolve.rules.arch import arch_support
+from builder.resolve.rules.check import ArchSupport, Missing, not_applicable, not_checked
 from builder.smoke.manifest import Observed
 
 MANIFEST = "/etc/torchyard/manifest.json"
@@ -60,6 +61,8 @@ class ImageFacts:
     ptx: tuple[str, ...]
     require_cuda: str | None
     unread: str | None = None  # what could not be read without pulling the image (read from its registry)
+    extensions: tuple[str, ...] = ()  # torchyard's CUDA extensions in the image (their code: built_for only)
+    built_for: tuple[str, ...] = ()  # the architectures it was built for (io.torchyard.arch-list)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,11 @@ def read_remote(image: str, remote: Remote) -> ImageFacts:
                       sass=None, ptx=(), require_cuda=require, unread=unread)  # fmt: skip
 
 
+def label_facts(image: str, platform: str, labels: dict[str, str], require: str | None) -> ImageFacts:
+    """A torchyard image's facts from its labels alone (the locator's view of a local or registry image)."""
+    return _ours(image, platform, labels, {}, require)
+
+
 def _manifest(engine: Engine, image: str) -> dict[str, Any]:
     raw = engine.read_file(image, MANIFEST)
     try:
@@ -139,6 +147,11 @@ def _ours(
         value = manifest.get(key, labels.get(f"io.torchyard.{key}"))
         return None if value in (None, "none") else str(value)
 
+    def listed(key: str, label: str) -> tuple[str, ...]:
+        value = manifest.get(key)
+        words = value if isinstance(value, list) else str(labels.get(label, "none")).split()
+        return tuple(str(w) for w in words if str(w) != "none")
+
     return ImageFacts(
         image=image,
         platform=platform,
@@ -153,6 +166,8 @@ def _ours(
         sass=None,  # the matrix knows the combination's code; the manifest's arch_list is what it was built for
         ptx=(),
         require_cuda=require,
+        extensions=listed("extensions", "io.torchyard.extensions"),
+        built_for=listed("arch_list", "io.torchyard.arch-list"),
     )
 
 
@@ -256,8 +271,9 @@ def _unknown_os(facts: ImageFacts) -> OSBase:
                   python_images=(), python_image="", sources=())  # fmt: skip
 
 
-def judge(m: Matrix, facts: ImageFacts, q: Query) -> list[Check]:
-    """The runtime rules on the image's combination, for the machine the query describes."""
+def judge(m: Matrix, facts: ImageFacts, q: Query, *, cpu_host: bool = False) -> list[Check]:
+    """The runtime rules on the image's combination, for the machine the query describes. `cpu_host`: a machine
+    without a GPU, where the driver and GPU rules do not apply (the image's torch runs on the CPU)."""
     c = combination_of(m, facts)
     f = Facts(m)
     checks = []
@@ -269,6 +285,28 @@ def judge(m: Matrix, facts: ImageFacts, q: Query) -> list[Check]:
     if c is None:
         checks.append(Check("torch", False, f"no torch with a known version and platform in {facts.image}"))
         return checks
-    checks += [rule(f, replace(q, platform=c.platform), c) for rule in RUNTIME_RULES]
-    checks.append(rule_container_start(f, q.driver, q.gpus, facts.require_cuda))
-    return checks
+    gpu_checks = [rule(f, replace(q, platform=c.platform), c) for rule in RUNTIME_RULES if rule is not rule_platform]
+    gpu_checks.append(rule_container_start(f, q.driver, q.gpus, facts.require_cuda))
+    checks.append(rule_platform(f, replace(q, platform=c.platform), c))
+    checks += [not_applicable(check) for check in gpu_checks] if cpu_host else gpu_checks
+    return [*checks, *extension_checks(facts, q, cpu_host=cpu_host)]
+
+
+def extension_checks(facts: ImageFacts, q: Query, *, cpu_host: bool) -> list[Check]:
+    """torchyard's CUDA extensions have code for the architectures the image was built for, and no other: they need
+    a GPU, and every GPU asked about needs code among them."""
+    if not facts.extensions or facts.cuda is None:
+        return []
+    names = ", ".join(facts.extensions)
+    if cpu_host:
+        return [Check("extensions", False, f"its CUDA extensions ({names}) need a GPU; this machine has none")]
+    if not q.archs:
+        return [
+            not_checked("extensions", "no GPU given", (), Missing.INPUT, f"a GPU among {' '.join(facts.built_for)}")
+        ]
+    built = tuple(sorted(set(_archs(facts.built_for))))
+    missing = [a.name for a in q.archs if arch_support(a, built, ())[0] is ArchSupport.NONE]
+    if missing:
+        have = " ".join(facts.built_for) or "none"
+        return [Check("extensions", False, f"its extensions ({names}) have no code for {', '.join(missing)} ({have})")]
+    return [Check("extensions", True, f"its extensions ({names}) have code for {' '.join(a.name for a in q.archs)}")]

@@ -14,30 +14,36 @@ import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import Protocol, cast
 
 from builder.core.errors import BuildError, NoMatchError, PushError, TorchyardError
 from builder.core.process import run_command
 from builder.engine.interactive import ContainerSpec, container_name
 from builder.engine.types import Engine, ImageInfo, RegistryAuth
+from builder.host.doctor import DEFAULT_REPO, Diagnosis, Recommendation, diagnose, no_gpu
+from builder.host.identity import Caller, Identity, cache_folder, env_of, identity_files
+from builder.host.image_inspect import extension_checks, judge, label_facts, read_facts
+from builder.host.locate import Shelf, Where, where_lines
 from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import RuntimeReading
 from builder.matrix.model import Matrix
 from builder.resolve.query import RawQuery, parse_query
 
-if TYPE_CHECKING:  # doctor (the resolver's ranking, the report) is imported when a choice is needed
-    from builder.host.doctor import Diagnosis, Recommendation
-
-DEFAULT_REPO = "torchyard"  # a name without a registry: images built here, never pulled
 Say = Callable[[str], None]
 SHELL = ("sh", "-c", 'exec "$(command -v bash || command -v sh)"')  # bash where the image has it
 
 
 class Images(Protocol):
-    """What run needs of the engine (builder.engine.DockerEngine has it)."""
+    """What starting an image needs of the engine (builder.engine.DockerEngine has it)."""
 
     def inspect(self, ref: str) -> ImageInfo | None: ...
     def pull(self, ref: str, auth: RegistryAuth | None) -> ImageInfo: ...
+
+
+class RunImages(Images, Shelf, Protocol):
+    """What run needs besides: the locator's image list, and the files of an image (its /etc/passwd)."""
+
+    def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +55,7 @@ class RunRequest:
     repo: str | None = None  # the team's repository (--repo / TORCHYARD_REPO); None: build here
     wish: RawQuery = field(default_factory=RawQuery)  # --torch, --python, --os narrow the choice
     workspace: str  # the folder mounted at /workspace
-    user: str | None  # UID:GID; None: --root
+    who: Caller | None  # the caller (UID:GID and name, host.identity); None: --root
     shm_size: str | None = None  # instead of --ipc=host
     env: tuple[str, ...] = ()
     docker_args: tuple[str, ...] = ()
@@ -72,26 +78,23 @@ class Launch:
         return self.spec.image
 
 
-def _diagnose(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest) -> Diagnosis:
-    from builder.host.doctor import diagnose
-
-    return diagnose(m, host, runtime, request.wish, request.repo or DEFAULT_REPO)
-
-
-def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest, engine: Images) -> Launch:
-    """Choose (doctor's chooser; for a given image only if it is refused), look in the local engine, judge a
-    given image that is there."""
-    diagnosis = functools.cache(lambda: _diagnose(m, host, runtime, request))  # a given IMAGE may never need it
+def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunRequest, engine: RunImages) -> Launch:
+    """Choose (doctor's chooser and locator; for a given image only if it is refused), look in the local engine,
+    judge a given image that is there."""
+    repo = request.repo or DEFAULT_REPO
+    # A given IMAGE may never need the choice; the chosen one needs the locator (the engine's images).
+    diagnosis = functools.cache(
+        lambda: diagnose(m, host, runtime, request.wish, repo, None if request.image else engine)
+    )
 
     def recommend() -> Recommendation | None:
         return diagnosis().recommended
 
     if request.image is None and recommend() is None:
-        d = diagnosis()
-        reasons = "; ".join(p.message for p in d.problems) or "no combination fits"
+        reasons = "; ".join(p.message for p in diagnosis().problems) or "no combination fits"
         raise NoMatchError(f"no image runs on this machine: {reasons} (torchyard doctor says more)")
-    chosen = None if request.image else recommend()
-    image = request.image or (chosen.image if chosen else "")
+    d = None if request.image else diagnosis()
+    image = request.image or _chosen_image(d)
     gpu, notes = gpu_access(host, runtime)
     spec = ContainerSpec(
         image=image,
@@ -100,19 +103,68 @@ def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunR
         gpu_flags=gpu,
         shm_size=request.shm_size,
         workspace=request.workspace,
-        user=request.user,
-        env=request.env,
+        user=request.who.user if request.who else None,
+        env=(env_of(request.who) if request.who else ()) + request.env,
         tty=request.tty,
-        extra=request.docker_args,
+        extra=_read_only(request.docker_args),
     )
-    build = None if chosen is None else tuple(shlex.split(chosen.build)[1:])
+    build = None if d is None or d.recommended is None else tuple(shlex.split(d.recommended.build)[1:])
     info = engine.inspect(image)
+    notes += _located(d) + _tmpfs_note(request.docker_args)
     launch = Launch(spec, host, recommend, info is not None, tuple(notes), build, m.path)
-    return check_runs(m, launch, info, request.force, engine) if info is not None and request.image else launch
+    if info is not None and request.image:
+        launch = check_runs(m, launch, info, request.force, engine)
+    return with_identity(launch, engine, request)
+
+
+def _chosen_image(d: Diagnosis | None) -> str:
+    """The located image (local or in the team's repository), else the chosen one's name (to pull or build)."""
+    assert d is not None and d.recommended is not None
+    return d.image or d.recommended.image
+
+
+def _located(d: Diagnosis | None) -> list[str]:
+    """What the locator said, when it found something other than the recommended image."""
+    loc = d.location if d is not None else None
+    if loc is None or loc.chosen or loc.where is not Where.LOCAL:
+        return []
+    return where_lines(loc)[:1]
+
+
+def _read_only(docker_args: tuple[str, ...]) -> tuple[str, ...]:
+    """With --read-only, HOME (/tmp) must stay writable (torch.compile's cache, pip's): a tmpfs there, unless the
+    user mounted one."""
+    if "--read-only" not in docker_args or any(a.startswith("--tmpfs") for a in docker_args):
+        return docker_args
+    return ("--tmpfs", "/tmp:exec,mode=1777", *docker_args)
+
+
+def _tmpfs_note(docker_args: tuple[str, ...]) -> list[str]:
+    if _read_only(docker_args) == docker_args:
+        return []
+    return ["--read-only: /tmp (the container's HOME) is a tmpfs (--tmpfs /tmp)"]
+
+
+def with_identity(launch: Launch, engine: RunImages, request: RunRequest) -> Launch:
+    """The caller's name for its UID inside: the image's passwd and group with it added, mounted read-only (only
+    where the image is here to be read, and does not know the UID)."""
+    if request.who is None or not launch.local:
+        return launch
+    try:
+        found = identity_files(request.who, lambda path: engine.read_file(launch.image, path), cache_folder())
+    except (TorchyardError, OSError) as exc:
+        return replace(launch, notes=(*launch.notes, f"the user has no name inside ({exc})"))
+    return replace(launch, spec=replace(launch.spec, files=_files(found)))
+
+
+def _files(found: Identity | None) -> tuple[tuple[str, str], ...]:
+    if found is None or any(c in str(p) for p in (found.passwd, found.group) for c in ":,\n"):
+        return ()
+    return ((str(found.passwd), "/etc/passwd"), (str(found.group), "/etc/group"))
 
 
 def obtain(
-    m: Matrix, launch: Launch, engine: Images, request: RunRequest, may_build: Callable[[Launch], bool], say: Say
+    m: Matrix, launch: Launch, engine: RunImages, request: RunRequest, may_build: Callable[[Launch], bool], say: Say
 ) -> Launch:
     """The image in the local engine: pulled (a given image from where it names, the chosen one from the team's
     repository), else built where `may_build` allows; a given image is judged once it is here."""
@@ -126,7 +178,8 @@ def obtain(
     if info is None:
         raise NoMatchError(f"{launch.image} is still not in the local engine")
     launch = replace(launch, local=True)
-    return check_runs(m, launch, info, request.force, engine) if request.image else launch
+    launch = check_runs(m, launch, info, request.force, engine) if request.image else launch
+    return with_identity(launch, engine, request)
 
 
 def gpu_access(host: Host, runtime: RuntimeReading | None) -> tuple[tuple[str, ...], list[str]]:
@@ -154,13 +207,14 @@ def check_runs(m: Matrix, launch: Launch, info: ImageInfo, force: bool, engine: 
 
 
 def will_not_run(m: Matrix, host: Host, image: str, info: ImageInfo, engine: Images) -> tuple[list[str], list[str]]:
-    """(why the image will not run here, what could not be checked). Without a GPU only the platform matters:
-    any image's torch runs on the CPU."""
+    """(why the image will not run here, what could not be checked). Without a GPU the platform matters, and
+    torchyard's CUDA extensions (its labels say them): any image's torch runs on the CPU."""
     if host.platform is not None and info.platform != host.platform.value:
         return [f"the image is {info.platform}, this machine {host.platform.value}"], []
     if not host.gpus:
-        return [], []
-    from builder.host.image_inspect import judge, read_facts  # only on GPU machines: it imports the smoke runner
+        facts = label_facts(image, info.platform, info.labels, None)
+        q = parse_query(m, RawQuery())
+        return [c.reason for c in extension_checks(facts, q, cpu_host=no_gpu(host)) if not c.ok], []
 
     try:
         facts = read_facts(cast(Engine, engine), image)  # the real engine is one

@@ -1,24 +1,40 @@
-"""Where the image doctor (or `lookup --here`, or `torchyard run`) names can be had: in the local engine, in the
-team's repository (--repo / TORCHYARD_REPO, read with the registry client under a short timeout), or nowhere,
-with the `torchyard build` line that makes it. A registry that cannot be reached is reported, never fatal."""
+"""The one locator: where the image for this machine can be had, found by what images hold, not by a tag string.
+
+doctor, `torchyard run`, `lookup --here` and `doctor --check` ask it. The rule when several fit (docs/host.md):
+
+1. the chosen combination's runtime image (its labels name the combination): in the local engine, the plain one
+   first, then one built for named architectures (-sm89), then one with additions (-x<id>), newest built first;
+   else in the team's repository (one tags list, and the configs of the tags that start with the combination's
+   immutable tag);
+2. else the local torch image that runs here with the newest torch (runtime images first, then the newest built),
+   said to be not the chosen one, with the chosen one's build line;
+3. else nowhere: pulled or built as before.
+
+Every candidate is judged here by the GPU code it really carries (`Judge`: torch's, from its combination, and its
+extensions', from their architecture list), so an image built for another GPU, or one whose CUDA extensions need a
+GPU on a machine without one, is passed over. A registry that cannot be reached is reported, never fatal.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from builder.core.errors import TorchyardError
-from builder.engine import Engine
+from builder.engine import ImageInfo
 from builder.net.http import Http, Policy
 from builder.oci.client import Distribution
-from builder.oci.refs import parse_repo
-
-if TYPE_CHECKING:
-    from builder.host.doctor import Diagnosis
+from builder.oci.refs import RepoRef, parse_repo, platform_of
+from builder.resolve.verdict import Answer
 
 LOOKUP_TIMEOUT = 1.0  # seconds per request: doctor must answer at once, also when the registry is down
+REGISTRY_BUDGET = 1.0  # seconds for every config read in the registry (the tags list comes first)
+OURS = "io.torchyard.version"  # the label every torchyard image carries
+LOCAL_NAME = "torchyard"  # the repository `torchyard build` names images by without --repo
 
 # Sizes measured in docs/benchmarks.md (bench/family_bench.py, bench/arm64_build.py): (torch, variant, platform).
 MEASURED_SIZES = {
@@ -26,6 +42,17 @@ MEASURED_SIZES = {
     ("2.14.0", "cu130", "linux/amd64"): "6.33 GB",
     ("2.14.1", "cu130", "linux/arm64"): "6.17 GB",
 }
+
+# (reference, labels, platform, NVIDIA_REQUIRE_CUDA) -> how the image runs on this machine
+Judge = Callable[[str, dict[str, str], str, str | None], Answer]
+RUNS_HERE = (Answer.RUNS, Answer.RUNS_ON_CPU)
+NOT_REFUSED = (*RUNS_HERE, Answer.RUNS_WITH, Answer.CANNOT_TELL)  # the chosen combination: its own unknowns stand
+
+
+class Shelf(Protocol):
+    """What the locator asks of the engine (builder.engine.DockerEngine has it)."""
+
+    def labelled(self, label: str) -> list[ImageInfo]: ...
 
 
 class Where(StrEnum):
@@ -35,12 +62,35 @@ class Where(StrEnum):
 
 
 @dataclass(frozen=True)
+class Wanted:
+    """The chosen combination's runtime image, as the locator looks for it."""
+
+    combination: str  # its id (the io.torchyard.combination label)
+    tag: str  # its plain immutable runtime tag (no -sm, no -x)
+    platform: str
+    build: str  # the torchyard build line that makes it
+    size: str  # its expected size, or "not measured"
+    flavor: str = "runtime"  # lookup --inference looks for the inference image
+
+
+@dataclass(frozen=True)
 class Location:
     where: Where
     reference: str | None  # the image to run (local tag, or repository:tag); None when nowhere
     notes: tuple[str, ...]  # what could not be read ("registry ... not reachable")
-    build: str  # the torchyard build line that makes it
+    build: str  # the torchyard build line that makes the chosen image
     size: str  # its expected size, or "not measured"
+    chosen: bool = True  # False: another local image that runs here, not the chosen combination's
+    holds: str | None = None  # the combination the found image holds
+    answer: Answer | None = None  # how it runs here (RUNS, RUNS ON CPU), where judged
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    ref: str
+    holds: str
+    answer: Answer
+    rank: tuple[object, ...]
 
 
 def expected_size(torch: str, variant: str, platform: str) -> str:
@@ -52,70 +102,169 @@ def expected_size(torch: str, variant: str, platform: str) -> str:
     return "not measured for this combination"
 
 
-def locate_image(
-    tag: str,
+def locate(
+    wanted: Wanted,
+    judge: Judge,
     *,
-    local: Callable[[str], bool] | None,
+    local: Sequence[ImageInfo] | None,
     repo: str | None,
-    build: str,
-    size: str,
     client: Distribution | None = None,
 ) -> Location:
-    """`tag`: the image's tag (no repository). `local(ref)`: whether the engine holds ref (None: no engine)."""
-    notes: list[str] = []
-    for ref in _local_names(tag, repo):
-        if local is not None and local(ref):
-            return Location(Where.LOCAL, ref, (), build, size)
-    if local is None:
-        notes.append("the local engine could not be asked (no Docker engine)")
+    """`local`: the engine's torchyard images (None: no engine answered); `repo`: the team's registry repository
+    (None: only the local engine is asked)."""
+    notes: list[str] = [] if local is not None else ["the local engine could not be asked (no Docker engine)"]
+    mine = _local(wanted, judge, local or (), repo, chosen=True)
+    if mine is not None:
+        return _found(Where.LOCAL, mine, wanted, notes, chosen=True)
     if repo:
-        found, note = _in_repository(repo, tag, client)
-        if found:
-            return Location(Where.REPOSITORY, f"{repo}:{tag}", tuple(notes), build, size)
+        there, note = _in_repository(wanted, judge, repo, client)
+        if there is not None:
+            return _found(Where.REPOSITORY, there, wanted, notes, chosen=True)
         notes += [note] if note else []
     else:
         notes.append("no team repository given (--repo REGISTRY/NAME or TORCHYARD_REPO)")
-    return Location(Where.NOWHERE, None, tuple(notes), build, size)
+    other = _local(wanted, judge, local or (), repo, chosen=False)
+    if other is not None:
+        return _found(Where.LOCAL, other, wanted, notes, chosen=False)
+    return Location(Where.NOWHERE, None, tuple(notes), wanted.build, wanted.size)
 
 
-def _local_names(tag: str, repo: str | None) -> list[str]:
-    """The team's name first, then the name `torchyard build` gives without --repo."""
-    return list(dict.fromkeys([*([f"{repo}:{tag}"] if repo else []), f"torchyard:{tag}"]))
+def _found(where: Where, c: _Candidate, wanted: Wanted, notes: list[str], *, chosen: bool) -> Location:
+    return Location(where, c.ref, tuple(notes), wanted.build, wanted.size, chosen, c.holds, c.answer)
 
 
-def _in_repository(repo: str, tag: str, client: Distribution | None) -> tuple[bool, str | None]:
+def _local(
+    wanted: Wanted, judge: Judge, images: Sequence[ImageInfo], repo: str | None, *, chosen: bool
+) -> _Candidate | None:
+    """The best local image: of the chosen combination (plain, -sm, -x; newest first), or (chosen=False) of any
+    other that runs here (runtime images first, newest first)."""
+    found = []
+    for info in images:
+        holds = info.labels.get("io.torchyard.combination", "")
+        wanted_one = holds == wanted.combination and info.labels.get("io.torchyard.flavor") == wanted.flavor
+        if wanted_one != chosen or info.platform != wanted.platform:
+            continue
+        ref = _name(info, wanted.tag, repo)
+        if ref is None:
+            continue
+        answer = judge(ref, info.labels, info.platform, _require(info.env))
+        if answer in (NOT_REFUSED if chosen else RUNS_HERE):
+            found.append(_Candidate(ref, holds, answer, _rank(info, ref, wanted.tag, chosen=chosen)))
+    return min(found, key=lambda c: c.rank, default=None)
+
+
+def _rank(info: ImageInfo, ref: str, base: str, *, chosen: bool) -> tuple[object, ...]:
+    newest = -_created(info.created)
+    if not chosen:  # runtime images first, then the newest torch (the closest to the recommendation), newest built
+        return (info.labels.get("io.torchyard.flavor") != "runtime", _newest_torch(info.labels), newest, ref)
+    return (*_kind(ref.rpartition(":")[2], base), newest, ref)
+
+
+def _newest_torch(labels: dict[str, str]) -> tuple[int, ...]:
+    """A sort key putting newer torch releases first (io.torchyard.torch: 2.15.0+cu132); unreadable ones last."""
+    public = labels.get("io.torchyard.torch", "").partition("+")[0]
+    parts = public.split(".")
+    return tuple(-int(p) for p in parts) if parts and all(p.isdigit() for p in parts) else (1,)
+
+
+def _kind(tag: str, base: str) -> tuple[bool, bool]:
+    """(has additions, has named architectures): the plain tag sorts first, -x<id> last."""
+    rest = tag[len(base) :] if tag.startswith(base) else tag
+    return "-x" in rest, "-sm" in rest
+
+
+def _name(info: ImageInfo, base: str, repo: str | None) -> str | None:
+    """The name to run the image by: the team's repository first, then one whose tag is the combination's
+    immutable one, then any; None for an image with no tag."""
+    tags = [t for t in info.tags if not t.endswith(":<none>")]
+    if not tags:
+        return None
+
+    def preference(ref: str) -> tuple[bool, bool, bool, str]:
+        name, _, tag = ref.rpartition(":")
+        return (name != repo, name != LOCAL_NAME, not tag.startswith(base), ref)
+
+    return min(tags, key=preference)
+
+
+def _created(text: str) -> float:
+    """The engine's RFC 3339 time (nanoseconds and a Z allowed) as seconds; 0 where it says none."""
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return 0.0
+
+
+def _require(env: Sequence[str]) -> str | None:
+    found = dict(item.partition("=")[::2] for item in env)
+    return found.get("NVIDIA_REQUIRE_CUDA") or None
+
+
+def _in_repository(
+    wanted: Wanted, judge: Judge, repo: str, client: Distribution | None
+) -> tuple[_Candidate | None, str | None]:
+    """One tags list, then the configs of the tags that start with the combination's immutable tag, in the
+    order the rule prefers, for as long as the budget lasts."""
     client = client or Distribution(Http(Policy(timeout=LOOKUP_TIMEOUT, retries=0, connect_retries=0)))
+    where = parse_repo(repo)
     try:
-        found = client.manifest(parse_repo(repo), tag)
-    except TorchyardError as exc:  # Unreachable, a refusal, a timeout: reported, never fatal
-        return False, f"the registry of {repo} is not reachable ({exc})"
-    if found is None:
-        return False, f"{repo}:{tag} is not in the repository"
-    return True, None
+        tags = client.tags(where)
+    except TorchyardError as exc:  # unreachable, a refusal, a timeout: reported, never fatal
+        return None, f"the registry of {repo} is not reachable ({exc})"
+    mine = sorted((t for t in tags if _of_combination(t, wanted.tag)), key=lambda t: (*_kind(t, wanted.tag), t))
+    deadline = time.monotonic() + REGISTRY_BUDGET
+    for tag in mine:
+        if time.monotonic() > deadline:
+            return None, f"{repo}: not every tag of {wanted.tag} could be read within {REGISTRY_BUDGET:.0f} s"
+        found = _judged(client, where, tag, wanted, judge)
+        if found is not None:
+            return found, None
+    passed = f" ({len(mine)} tag(s) of it hold images that do not run here)" if mine else ""
+    return None, f"{repo}:{wanted.tag} is not in the repository{passed}"
 
 
-def locate_recommended(
-    image: str, build: str, size: str, *, repo: str | None, local: Callable[[str], bool] | None
-) -> Location:
-    """Where doctor's (or lookup --here's) image is: `image` is repo:tag as named; `repo` the team's repository
-    (None: only the local engine is asked)."""
-    tag = image.rsplit(":", 1)[1]
-    return locate_image(tag, local=local, repo=repo, build=build, size=size)
+def _of_combination(tag: str, base: str) -> bool:
+    """The combination's immutable tag itself, or it with -sm.../-x... (not a zstd copy or a platform member)."""
+    if tag == base:
+        return True
+    rest = tag[len(base) :] if tag.startswith(base + "-") else ""
+    return rest.startswith(("-sm", "-x")) and not tag.endswith(("-zstd", "-amd64", "-arm64"))
 
 
-def engine_lookup(engine: Engine) -> Callable[[str], bool] | None:
-    """engine.inspect as a yes/no question; None when no engine answers (a missing Docker is not an error here)."""
+def _judged(client: Distribution, repo: RepoRef, tag: str, wanted: Wanted, judge: Judge) -> _Candidate | None:
     try:
-        engine.info()
+        found = client.image(repo, tag, wanted.platform)
     except TorchyardError:
         return None
-    return lambda ref: engine.inspect(ref) is not None
+    if found is None:
+        return None
+    inner = found[1].get("config") or {}
+    labels = {str(k): str(v) for k, v in (inner.get("Labels") or {}).items()}
+    platform = platform_of(found[1])
+    if labels.get("io.torchyard.combination") != wanted.combination or platform != wanted.platform:
+        return None
+    if labels.get("io.torchyard.flavor") != wanted.flavor:
+        return None
+    ref = f"{repo}:{tag}"
+    answer = judge(ref, labels, platform, _require([str(e) for e in inner.get("Env") or []]))
+    return _Candidate(ref, wanted.combination, answer, ()) if answer in NOT_REFUSED else None
+
+
+def engine_images(engine: Shelf) -> list[ImageInfo] | None:
+    """The engine's torchyard images; None when no engine answers (a missing Docker is not an error here)."""
+    try:
+        return engine.labelled(OURS)
+    except TorchyardError:
+        return None
 
 
 def where_lines(loc: Location) -> list[str]:
     """The lines doctor and lookup --here print under the image."""
-    if loc.where is Where.LOCAL:
+    if loc.where is Where.LOCAL and loc.chosen:
         head = f"in the local engine ({loc.reference})"
+    elif loc.where is Where.LOCAL:
+        head = (f"in the local engine: {loc.reference}, not the recommended image (it holds {loc.holds}), "
+                f"{_runs(loc)}; the recommended one: build it with its `build` line")  # fmt: skip
     elif loc.where is Where.REPOSITORY:
         head = f"in the team's repository ({loc.reference}): docker pull {loc.reference}"
     else:
@@ -123,23 +272,26 @@ def where_lines(loc: Location) -> list[str]:
     return [head, *loc.notes]
 
 
+def _runs(loc: Location) -> str:
+    return "it runs on this machine's CPU" if loc.answer is Answer.RUNS_ON_CPU else "it runs here"
+
+
 def location_json(loc: Location) -> dict[str, object]:
-    return {"where": loc.where.value, "reference": loc.reference, "notes": list(loc.notes), "size": loc.size}
+    return {
+        "where": loc.where.value,
+        "reference": loc.reference,
+        "recommended": loc.chosen if loc.reference else None,
+        "holds": loc.holds,
+        "verdict": loc.answer.value if loc.answer else None,
+        "notes": list(loc.notes),
+        "size": loc.size,
+    }
 
 
-def locate_diagnosis(d: Diagnosis, repo: str, engine: Engine) -> Location | None:
-    """Where doctor's recommendation is; `repo` is a registry repository when it names a host (else only the
-    local engine is asked)."""
-    r = d.recommended
-    if r is None:
-        return None
-    c = r.result.combo
-    size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
-    return locate_recommended(r.image, r.build, size, repo=_registry(repo), local=engine_lookup(engine))
-
-
-def _registry(repo: str) -> str | None:
+def registry_of(repo: str | None) -> str | None:
     """The repository when it names a registry host (ghcr.io/acme/x, 127.0.0.1:5000/team/x), else None: a
     bare name (the default `torchyard`) lives only in local engines."""
+    if repo is None:
+        return None
     first, slash, _ = repo.partition("/")
     return repo if slash and ("." in first or ":" in first or first == "localhost") else None

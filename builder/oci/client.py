@@ -101,6 +101,18 @@ class Distribution:
         data: dict[str, Any] = json.loads(reply.body)
         return data
 
+    def tags(self, repo: RepoRef, limit: int = 1000) -> list[str]:
+        """The repository's tags (the first page of up to `limit`); [] when the repository does not exist."""
+        reply = self._call("GET", repo, f"{repo.base}/tags/list", _pull(repo), params={"n": str(limit)})
+        if reply.status == 404:
+            return []
+        self._check(reply, repo, "list the tags of")
+        try:
+            listed = json.loads(reply.body).get("tags") or []
+        except (ValueError, AttributeError):
+            raise PushError(f"registry {repo.host} answered the tags of {repo.name} with no tag list") from None
+        return [str(tag) for tag in listed if isinstance(tag, str)]
+
     def platforms(self, repo: RepoRef, reference: str, *, cache: bool = False) -> dict[str, str] | None:
         """{platform: image manifest digest} under a tag or digest; None when it does not exist.
         A single-platform image names its platform in its config blob."""

@@ -113,10 +113,13 @@ def base_layers(made: list[dict[str, Any]]) -> int:
     return ours[0] if ours else 0
 
 
+GZIP_MAGIC, ZSTD_MAGIC = b"\x1f\x8b", b"\x28\xb5\x2f\xfd"
+
+
 def _layer(source: IO[bytes], base: Path, epoch: int, created_by: str, keep: bool = False) -> Layer:
     raw = base.with_suffix(".tar")
     with raw.open("wb") as copy:
-        shutil.copyfileobj(source, copy, 1 << 20)
+        _copy_uncompressed(source, copy)
     changed = not keep and _needs_change(raw, epoch)
     tar = base.with_suffix(".normal.tar") if changed else raw
     if changed:
@@ -124,6 +127,22 @@ def _layer(source: IO[bytes], base: Path, epoch: int, created_by: str, keep: boo
     diff_id = "sha256:" + _sha256(tar)
     blob = _gzip(tar, base.with_suffix(".tar.gz"))
     return Layer(blob, diff_id, changed, created_by)
+
+
+def _copy_uncompressed(source: IO[bytes], target: IO[bytes]) -> None:
+    """A layer as a plain tar: the graph driver's `docker save` holds uncompressed layers, containerd's image store
+    the registry's blobs (gzip, or zstd)."""
+    head = source.read(4)
+    source.seek(0)
+    if head.startswith(GZIP_MAGIC):
+        with gzip.GzipFile(fileobj=source, mode="rb") as unpacked:
+            shutil.copyfileobj(unpacked, target, 1 << 20)
+    elif head == ZSTD_MAGIC:
+        import zstandard
+
+        zstandard.ZstdDecompressor().copy_stream(source, target, read_size=1 << 20, write_size=1 << 20)
+    else:
+        shutil.copyfileobj(source, target, 1 << 20)
 
 
 def _needs_change(path: Path, epoch: int) -> bool:

@@ -253,6 +253,8 @@ def labels(
         "io.torchyard.python": c.python,
         "io.torchyard.os": c.os.name,
         "io.torchyard.arch-list": " ".join(a.name for a in archs) or "none",
+        # the extensions' names: their code is arch-list's only (host/find.py judges an image by it)
+        "io.torchyard.extensions": " ".join(sorted(e.name for e in options.extensions)) or "none",
         "io.torchyard.min-driver": min_driver or "none",
         "io.torchyard.strategy": strategy.value,
         "io.torchyard.flavor": flavor.value,

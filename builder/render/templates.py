@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from builder.core.resources import templates_path
+
+if TYPE_CHECKING:
+    import jinja2
 
 
 @cache  # one environment per process: it caches compiled templates (a fresh one recompiles each time)
 def make_env() -> jinja2.Environment:
+    import jinja2  # on first render, not on import: `torchyard build --help` stays fast
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_path())),
         undefined=jinja2.StrictUndefined,

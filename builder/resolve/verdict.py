@@ -1,6 +1,7 @@
 """From the three outcomes of the rules to one answer: RUNS only when every rule passed; WILL NOT RUN when one
 failed; RUNS WITH its conditions when only inputs the question left open are missing and each says what it needs;
-otherwise CANNOT TELL, with what to give or record to tell."""
+otherwise CANNOT TELL, with what to give or record to tell. On a machine without a GPU, where the GPU rules do not
+apply and every other rule passed: RUNS ON CPU."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class Answer(StrEnum):
     RUNS_WITH = "runs-with"  # runs under the stated conditions (inputs the question left open)
     WILL_NOT_RUN = "will-not-run"
     CANNOT_TELL = "cannot-tell"
+    RUNS_ON_CPU = "runs-cpu"  # a machine without a GPU: the image's torch runs on its CPU (exit 0)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class Verdict:
         """'RUNS', 'RUNS WITH driver >= 525.60.13', 'WILL NOT RUN', 'CANNOT TELL'."""
         if self.answer is Answer.RUNS_WITH:
             return "RUNS WITH " + " and ".join(self.conditions)
+        if self.answer is Answer.RUNS_ON_CPU:
+            return "RUNS ON CPU"
         return self.answer.value.replace("-", " ").upper()
 
     @property
@@ -48,7 +52,8 @@ def verdict(checks: Iterable[Check], *, here: bool = False) -> Verdict:
         return Verdict(Answer.WILL_NOT_RUN, failed, (), ())
     open_ = [c for c in found if c.status is Status.NOT_CHECKED]
     if not open_:
-        return Verdict(Answer.RUNS, (), (), ())
+        cpu = any(c.status is Status.NOT_APPLICABLE for c in found)
+        return Verdict(Answer.RUNS_ON_CPU if cpu else Answer.RUNS, (), (), ())
     conditional = all(c.missing is Missing.INPUT and c.condition for c in open_) and not here
     if conditional:
         return Verdict(Answer.RUNS_WITH, (), tuple(dict.fromkeys(c.condition or "" for c in open_)), ())
@@ -63,7 +68,8 @@ def _to_tell(c: Check) -> str:
 
 def status_words(c: Check) -> str:
     """The text column of a check: PASS, FAIL, or NOT CHECKED."""
-    return {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.NOT_CHECKED: "NOT CHECKED"}[c.status]
+    words = {Status.PASS: "PASS", Status.FAIL: "FAIL", Status.NOT_CHECKED: "NOT CHECKED"}
+    return words.get(c.status, "N/A")
 
 
 def check_json(c: Check) -> dict[str, object]:
@@ -71,7 +77,7 @@ def check_json(c: Check) -> dict[str, object]:
     data: dict[str, object] = {
         "rule": c.rule,
         "status": c.status.value,
-        "ok": None if c.status is Status.NOT_CHECKED else c.ok,
+        "ok": None if c.status in (Status.NOT_CHECKED, Status.NOT_APPLICABLE) else c.ok,
         "reason": c.reason,
         "sources": list(c.sources),
     }

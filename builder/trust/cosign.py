@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric import ec
+from typing import TYPE_CHECKING, Any
 
 from builder.oci.client import OCI_MANIFEST, Distribution, digest_of
 from builder.oci.referrers import sig_tag
 from builder.oci.refs import DOCKER_HUB, RepoRef
 from builder.trust.keys import SigningKey, verifies
+
+if TYPE_CHECKING:  # cryptography loads where a key is used (builder/trust/keys.py)
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 PAYLOAD_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"
 SIGNATURE_ANNOTATION = "dev.cosignproject.cosign/signature"
@@ -134,6 +135,7 @@ def _config(layer_digests: list[str]) -> bytes:
 
 
 def _public(key: SigningKey) -> ec.EllipticCurvePublicKey:
+    from cryptography.hazmat.primitives.asymmetric import ec
     from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
     loaded = load_pem_public_key(key.public_pem())

@@ -12,13 +12,13 @@ import base64
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from typing import TYPE_CHECKING
 
 from builder.core.env import SIGN_KEY, SIGN_KEY_PASSWORD
 from builder.core.errors import UsageError
+
+if TYPE_CHECKING:  # cryptography is imported where a key is read or used: `--help` and plain builds stay fast
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 
 class SigningKey:
@@ -33,9 +33,14 @@ class SigningKey:
 
     def sign(self, data: bytes) -> str:
         """The base64 of an ASN.1 DER ECDSA-SHA256 signature: the form cosign stores in its annotation."""
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         return base64.b64encode(self._key.sign(data, ec.ECDSA(hashes.SHA256()))).decode()
 
     def public_pem(self) -> bytes:
+        from cryptography.hazmat.primitives import serialization
+
         return self._key.public_key().public_bytes(
             serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
         )
@@ -69,6 +74,10 @@ def _read_protected(path: Path, where: str) -> bytes:
 
 
 def _private(pem: bytes, where: str, env: Mapping[str, str]) -> SigningKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     password = env.get(SIGN_KEY_PASSWORD)
     try:
         key = serialization.load_pem_private_key(pem, password.encode() if password else None)
@@ -83,6 +92,10 @@ def _private(pem: bytes, where: str, env: Mapping[str, str]) -> SigningKey:
 
 def public_key(path: Path) -> ec.EllipticCurvePublicKey:
     """A PEM public key (verify-image --key): P-256 only, as signing_key makes."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     try:
         key = serialization.load_pem_public_key(path.read_bytes())
     except OSError as exc:
@@ -95,6 +108,10 @@ def public_key(path: Path) -> ec.EllipticCurvePublicKey:
 
 
 def verifies(key: ec.EllipticCurvePublicKey, data: bytes, signature_b64: str) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     try:
         key.verify(base64.b64decode(signature_b64, validate=True), data, ec.ECDSA(hashes.SHA256()))
     except (InvalidSignature, ValueError):

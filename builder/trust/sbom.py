@@ -14,18 +14,13 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-
-from cyclonedx.contrib.license.factories import LicenseFactory
-from cyclonedx.model import HashAlgorithm, HashType, Property
-from cyclonedx.model.bom import Bom
-from cyclonedx.model.component import Component, ComponentType
-from cyclonedx.output.json import JsonV1Dot6
-from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
-from packageurl import PackageURL
+from typing import TYPE_CHECKING
 
 from builder.core.errors import BuildError
 from builder.trust.inventory import DebianPackage, Distribution, Inventory
+
+if TYPE_CHECKING:  # cyclonedx's model takes a fifth of a second to import: only where an SBOM is made
+    from cyclonedx.model.component import Component
 
 MEDIA_TYPE = "application/vnd.cyclonedx+json"
 NOT_RECORDED = "not recorded"
@@ -44,6 +39,10 @@ class Subject:
 
 def make_sbom(inventory: Inventory, subject: Subject, facts: Mapping[str, str | None], when: datetime) -> str:
     """The SBOM as compact JSON. `facts`: what the build adds (matrix commit, combination id, flavor)."""
+    from cyclonedx.model import Property
+    from cyclonedx.model.bom import Bom
+    from cyclonedx.output.json import JsonV1Dot6
+
     bom = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"{subject.repo}@{subject.digest}"))
     bom.metadata.timestamp = when
     root = _image_component(subject)
@@ -63,6 +62,9 @@ def make_sbom(inventory: Inventory, subject: Subject, facts: Mapping[str, str | 
 
 def validate(text: str) -> None:
     """BuildError naming the first schema violation (CycloneDX 1.6 JSON schema, strict)."""
+    from cyclonedx.schema import SchemaVersion  # jsonschema's import takes a second: only where an SBOM is checked
+    from cyclonedx.validation.json import JsonStrictValidator
+
     problem = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
     if problem is not None:
         message = str(getattr(problem.data, "message", problem)).splitlines()[0][:300]
@@ -70,6 +72,9 @@ def validate(text: str) -> None:
 
 
 def _image_component(subject: Subject) -> Component:
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
     host_name = subject.repo
     purl = PackageURL(
         type="oci",
@@ -83,6 +88,10 @@ def _image_component(subject: Subject) -> Component:
 
 
 def _debian(packages: Iterable[DebianPackage], subject: Subject) -> list[Component]:
+    from cyclonedx.model import Property
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
     found = []
     for p in packages:
         qualifiers = {"arch": p.architecture} | ({"distro": subject.os_id} if subject.os_id else {})
@@ -97,6 +106,11 @@ def _debian(packages: Iterable[DebianPackage], subject: Subject) -> list[Compone
 
 
 def _python(dists: Iterable[Distribution]) -> list[Component]:
+    from cyclonedx.contrib.license.factories import LicenseFactory
+    from cyclonedx.model import HashAlgorithm, HashType, Property
+    from cyclonedx.model.component import Component, ComponentType
+    from packageurl import PackageURL
+
     found = []
     licenses = LicenseFactory()
     for d in dists:

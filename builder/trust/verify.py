@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric import ec
+from typing import TYPE_CHECKING, Any
 
 from builder.core.errors import BuildError, PushError
 from builder.oci.client import Distribution
 from builder.oci.refs import ImageRef, RepoRef
 from builder.trust import cosign, sbom, slsa
 from builder.trust.attest import read_attached
+
+if TYPE_CHECKING:  # cryptography loads where a key is used (builder/trust/keys.py)
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 

@@ -235,6 +235,7 @@ LABEL io.torchyard.arch-list="sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.0.1-cu118-py3.10-ubuntu22.04" \
       io.torchyard.cuda="11.8" \
       io.torchyard.cudnn="8.7.0.84" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="runtime" \
       io.torchyard.layers="venv pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=8.7.0.84 torch=2.0.1 packages" \
       io.torchyard.min-driver="450.80.02" \
@@ -271,6 +272,7 @@ LABEL io.torchyard.arch-list="sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.0.1-cu118-py3.10-ubuntu22.04" \
       io.torchyard.cuda="11.8" \
       io.torchyard.cudnn="8.7.0.84" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="devel" \
       io.torchyard.layers="venv pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=8.7.0.84 torch=2.0.1 packages" \
       io.torchyard.min-driver="450.80.02" \

@@ -245,6 +245,7 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.5.1-cu124-py3.10-ubuntu22.04" \
       io.torchyard.cuda="12.4" \
       io.torchyard.cudnn="9.1.0.70" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="runtime" \
       io.torchyard.layers="venv cuda-runtime.1=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.2=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.3=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.4=nvidia-cuda-runtime-cu12==12.4.127 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.1.0.70 nccl=2.21.5 torch=2.5.1 packages" \
       io.torchyard.min-driver="525.60.13" \
@@ -281,6 +282,7 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.5.1-cu124-py3.10-ubuntu22.04" \
       io.torchyard.cuda="12.4" \
       io.torchyard.cudnn="9.1.0.70" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="devel" \
       io.torchyard.layers="venv cuda-runtime.1=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.2=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.3=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.4=nvidia-cuda-runtime-cu12==12.4.127 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.1.0.70 nccl=2.21.5 torch=2.5.1 packages" \
       io.torchyard.min-driver="525.60.13" \
@@ -328,6 +330,7 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.5.1-cu124-py3.10-ubuntu22.04" \
       io.torchyard.cuda="12.4" \
       io.torchyard.cudnn="9.1.0.70" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="inference" \
       io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.23.2" \
       io.torchyard.layers="venv cuda-runtime.1=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.2=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.3=nvidia-cuda-runtime-cu12==12.4.127 cuda-runtime.4=nvidia-cuda-runtime-cu12==12.4.127 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.1.0.70 nccl=2.21.5 torch=2.5.1 packages" \

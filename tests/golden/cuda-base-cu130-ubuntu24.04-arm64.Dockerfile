@@ -245,6 +245,7 @@ LABEL io.torchyard.arch-list="sm_80 sm_90 sm_100 sm_110 sm_120" \
       io.torchyard.combination="torch2.14.1-cu130-py3.12-ubuntu24.04-arm64" \
       io.torchyard.cuda="13.0" \
       io.torchyard.cudnn="9.24.0.43" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="runtime" \
       io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
       io.torchyard.min-driver="580.65.06" \
@@ -281,6 +282,7 @@ LABEL io.torchyard.arch-list="sm_80 sm_90 sm_100 sm_110 sm_120" \
       io.torchyard.combination="torch2.14.1-cu130-py3.12-ubuntu24.04-arm64" \
       io.torchyard.cuda="13.0" \
       io.torchyard.cudnn="9.24.0.43" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="devel" \
       io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
       io.torchyard.min-driver="580.65.06" \
@@ -328,6 +330,7 @@ LABEL io.torchyard.arch-list="sm_80 sm_90 sm_100 sm_110 sm_120" \
       io.torchyard.combination="torch2.14.1-cu130-py3.12-ubuntu24.04-arm64" \
       io.torchyard.cuda="13.0" \
       io.torchyard.cudnn="9.24.0.43" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="inference" \
       io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1" \
       io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \

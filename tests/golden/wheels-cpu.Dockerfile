@@ -184,6 +184,7 @@ LABEL io.torchyard.arch-list="none" \
       io.torchyard.combination="torch2.14.1-cpu-py3.11-debian12" \
       io.torchyard.cuda="none" \
       io.torchyard.cudnn="none" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="runtime" \
       io.torchyard.layers="venv pinned torch=2.14.1 packages" \
       io.torchyard.min-driver="none" \
@@ -216,6 +217,7 @@ LABEL io.torchyard.arch-list="none" \
       io.torchyard.combination="torch2.14.1-cpu-py3.11-debian12" \
       io.torchyard.cuda="none" \
       io.torchyard.cudnn="none" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="devel" \
       io.torchyard.layers="venv pinned torch=2.14.1 packages" \
       io.torchyard.min-driver="none" \
@@ -260,6 +262,7 @@ LABEL io.torchyard.arch-list="none" \
       io.torchyard.combination="torch2.14.1-cpu-py3.11-debian12" \
       io.torchyard.cuda="none" \
       io.torchyard.cudnn="none" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="inference" \
       io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.32.0" \
       io.torchyard.layers="venv pinned torch=2.14.1 packages" \

@@ -161,6 +161,7 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.14.1-cu126-py3.11-debian12" \
       io.torchyard.cuda="12.6" \
       io.torchyard.cudnn="9.10.2.21" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="runtime" \
       io.torchyard.layers="venv pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.10.2.21 nccl=2.29.3 torch=2.14.1 packages" \
       io.torchyard.min-driver="525.60.13" \
@@ -208,6 +209,7 @@ LABEL io.torchyard.arch-list="sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       io.torchyard.combination="torch2.14.1-cu126-py3.11-debian12" \
       io.torchyard.cuda="12.6" \
       io.torchyard.cudnn="9.10.2.21" \
+      io.torchyard.extensions="none" \
       io.torchyard.flavor="inference" \
       io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.26.0" \
       io.torchyard.layers="venv pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.10.2.21 nccl=2.29.3 torch=2.14.1 packages" \

@@ -14,9 +14,11 @@ CI_DIR = Path(os.environ.get("TORCHYARD_CI_DIR", "/tmp/torchyard-ci"))
 REGISTRY = "127.0.0.1:5000"
 AUTH_REGISTRY = "127.0.0.1:5001"
 AUTH_USER = "torchyard"
-# The e2e combination: a CUDA 13 torch release whose PyPI default wheel has Python 3.11 (Debian 12's).
-E2E_FLAGS = ("--torch", "2.14.1", "--os", "debian12", "--python", "3.11")
-E2E_ID = "torch2.14.1-cu130-py3.11-debian12"
+# The e2e combination: the README's main job (`torchyard build --arch sm_89` on a machine without a GPU chooses it;
+# tests/unit/test_readme_job.py holds the two together), so the tour test reuses its build cache.
+E2E_TORCH = "2.15.0"
+E2E_FLAGS = ("--torch", E2E_TORCH, "--os", "debian12", "--python", "3.11")
+E2E_ID = "torch2.15.0-cu132-py3.11-debian12"
 
 
 @dataclass(frozen=True)

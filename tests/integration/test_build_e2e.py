@@ -12,7 +12,7 @@ from typing import Any
 import docker
 import pytest
 from conftest import E2E, Canary
-from kit import AUTH_REGISTRY, AUTH_USER, registry_password, torchyard
+from kit import AUTH_REGISTRY, AUTH_USER, E2E_TORCH, registry_password, torchyard
 from kit import docker as docker_cli
 
 from builder.core.provenance import CREATED, REVISION
@@ -43,12 +43,12 @@ def _inside(ref: str, code: str, *, entry: str = "python") -> str:
 
 def _expected() -> dict[str, Any]:
     m = load_matrix()
-    release = next(t for t in m.torch if str(t.version) == "2.14.1")
+    release = next(t for t in m.torch if str(t.version) == E2E_TORCH)
     variant = release.variant(release.pypi_default)
     assert variant is not None and variant.cudnn is not None and variant.nccl is not None
     cudnn = variant.cudnn.release
     return {
-        "torch": f"2.14.1+{variant.name}",
+        "torch": f"{E2E_TORCH}+{variant.name}",
         "torchvision": str(release.torchvision),
         "torchaudio": str(release.torchaudio),
         "cuda": f"{variant.cuda}",
@@ -110,7 +110,7 @@ def test_the_extension_imports_in_runtime_and_carries_sm89_code(e2e: E2E) -> Non
 
 def test_devel_has_nvcc_of_the_declared_cuda_and_shares_the_runtime_layers(e2e: E2E) -> None:
     version = docker_cli("run", "--rm", e2e.ref("devel"), "nvcc", "--version").stdout
-    assert "release 13.0," in version
+    assert "release 13.2," in version  # the cu132 variant's toolkit
     client = docker.from_env()
     runtime = client.images.get(e2e.ref("runtime")).attrs["RootFS"]["Layers"]
     devel = client.images.get(e2e.ref("devel")).attrs["RootFS"]["Layers"]

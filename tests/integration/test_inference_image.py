@@ -73,7 +73,7 @@ print(json.dumps({'ldd': ldd, 'cudnn': sorted(glob.glob(nvidia + '/**/libcudnn.s
 
 
 def test_the_cuda_provider_links_only_against_torchs_cuda_13_libraries(e2e: E2E) -> None:
-    # What the rule onnxruntime promises: onnxruntime-gpu 1.31.1's CUDA provider needs no library the cu130 torch
+    # What the rule onnxruntime promises: the chosen onnxruntime-gpu's CUDA provider needs no library the cu132 torch
     # wheels lack (libcuda.so.1 is the driver's: the NVIDIA runtime mounts it from the host), and cuDNN 9, which it
     # loads at run time, is there.
     run = docker("run", "--rm", "--network", "none", e2e.ref("inference"), "python", "-c", LINKS, timeout=120)
@@ -83,7 +83,7 @@ def test_the_cuda_provider_links_only_against_torchs_cuda_13_libraries(e2e: E2E)
     assert [line for line in lines if "not found" in line] == ["libcuda.so.1 => not found"], found["ldd"]
     venv = {line.split()[0]: line.split()[2] for line in lines if "/site-packages/nvidia/" in line}
     assert {"libcublasLt.so.13", "libcudart.so.13"} <= set(venv), found["ldd"]
-    # torch 2.14.1+cu130's CUDA libraries are the CUDA 13 toolkit wheels' (nvidia/cu13): nothing from another major
+    # torch 2.15.0+cu132's CUDA libraries are the CUDA 13 toolkit wheels' (nvidia/cu13): nothing from another major
     assert [path for path in venv.values() if "/nvidia/cu13/" not in path] == [], found["ldd"]
     assert found["cudnn"], "no libcudnn.so.9 in the venv"
 

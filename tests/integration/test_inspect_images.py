@@ -18,9 +18,9 @@ def test_a_torchyard_image_is_read_from_its_labels_and_manifest(e2e: E2E) -> Non
     data = json.loads(run.out)
     assert data["read_from"] == "torchyard labels and manifest"
     assert (data["combination"], data["torch"], data["cuda"]) == (
-        "torch2.14.1-cu130-py3.11-debian12",
-        "2.14.1+cu130",
-        "13.0",
+        "torch2.15.0-cu132-py3.11-debian12",
+        "2.15.0+cu132",
+        "13.2",
     )
     assert data["runs"] is None
 
@@ -40,7 +40,7 @@ def test_a_foreign_image_is_probed_and_judged(foreign: str) -> None:
     assert run.code == 0, run.text
     data = json.loads(run.out)
     assert (data["read_from"], data["torch"], data["cuda"], data["nvidia_require_cuda"]) == (
-        "probe", "2.14.1+cu130", "13.0", "cuda>=13.0"
+        "probe", "2.15.0+cu132", "13.2", "cuda>=13.0"
     )  # fmt: skip
     assert "sm_86" in data["sass"]  # what the wheel carries: sm_89 runs its sm_86 code
     refused = torchyard("inspect", foreign, "--driver", "570.124.06", "--arch", "sm_89", "--json")

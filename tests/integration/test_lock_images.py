@@ -82,7 +82,7 @@ def test_in_a_small_image_a_conflicting_install_names_the_constraints(small: tup
     refused = _in_image(image.ref, "pip", "install", "--no-index", "torch==2.13.0")
     text = refused.stdout + refused.stderr
     assert refused.returncode == 1, text
-    assert "The user requested (constraint) torch==2.14.1" in text
+    assert "The user requested (constraint) torch==2.15.0" in text
     assert f"pins its verified packages in {CONSTRAINTS} (PIP_CONSTRAINT)" in text
 
 
@@ -113,7 +113,7 @@ def test_a_conflicting_pip_install_names_the_image_constraints(e2e: E2E) -> None
     refused = _in_image(ref, "pip", "install", "--no-index", "torch==2.5.1")
     text = refused.stdout + refused.stderr
     assert refused.returncode == 1, text
-    assert "The user requested (constraint) torch==2.14.1" in text
+    assert "The user requested (constraint) torch==2.15.0" in text
     assert f"pins its verified packages in {CONSTRAINTS} (PIP_CONSTRAINT)" in text
     assert "PIP_CONSTRAINT= pip install" in text
     lifted = _in_image(ref, "pip", "install", "--no-index", "torch==2.5.1", env=("PIP_CONSTRAINT=",))
@@ -129,7 +129,7 @@ def test_the_constraints_pin_everything_the_image_installed_but_the_installers(e
     installed = {line for line in _freeze(ref) if _name(line) not in ("pip", "setuptools", "wheel")}
     assert lines == {line for line in installed if _name(line) != "addone"}  # built after the pins
     assert {line for line in installed if _name(line) == "addone"} != set()  # (freeze: `addone @ file://...`)
-    assert "torch==2.14.1" in lines and any(line.startswith("nvidia-cudnn-cu13==") for line in lines)
+    assert "torch==2.15.0" in lines and any(line.startswith("nvidia-cudnn-cu13==") for line in lines)
 
 
 def test_lock_export_reproduces_the_image_pip_freeze(e2e: E2E, tmp_path: Path) -> None:

@@ -94,9 +94,12 @@ def test_run_starts_a_local_image_as_the_caller_and_returns_its_exit_code(small:
 
 
 def test_run_here_pulls_the_chosen_image_from_the_team_repository(small: str, tmp_path: Path) -> None:
-    chosen = json.loads(torchyard("doctor", "--json", "--repo", REPO).out)["recommended"]["image"]
+    recommended = json.loads(torchyard("doctor", "--json", "--repo", REPO).out)["recommended"]
+    chosen = recommended["image"]
     assert chosen.startswith(f"{REPO}:")
-    for step in (("tag", small, chosen), ("push", chosen), ("rmi", chosen)):
+    # the small image with the labels of the chosen combination's runtime: what the locator reads in the registry
+    build(chosen, tmp_path, f"FROM {small}\n" + "".join(f"LABEL {k}={json.dumps(v)}\n" for k, v in labels(recommended)))
+    for step in (("push", chosen), ("rmi", chosen)):
         assert docker(*step).returncode == 0
     assert docker("image", "inspect", chosen).returncode != 0  # not local any more
     try:
@@ -108,6 +111,19 @@ def test_run_here_pulls_the_chosen_image_from_the_team_repository(small: str, tm
         assert again.code == 0 and "pulling" not in again.err  # found in the local engine now
     finally:
         docker("rmi", chosen)
+
+
+def labels(recommended: dict[str, str]) -> list[tuple[str, str]]:
+    """The labels render gives the recommended combination's runtime image."""
+    from builder.core.kinds import Flavor, Strategy
+    from builder.lock.resolve_id import find_combination
+    from builder.matrix import load_matrix
+    from builder.render.context import labels as image_labels
+    from builder.render.options import RenderOptions
+
+    c = find_combination(load_matrix(), recommended["id"])
+    assert c is not None
+    return image_labels(c, Flavor.RUNTIME, Strategy.WHEELS, c.sass or (), None, RenderOptions())
 
 
 def _run_in(folder: Path, *args: str, env: dict[str, str] | None = None) -> Run:

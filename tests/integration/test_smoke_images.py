@@ -109,7 +109,7 @@ def _suite_in(image: str, tmp_path: Path, *args: str, docker_args: tuple[str, ..
 
 @pytest.mark.parametrize("flavor", ["runtime", "devel"])
 def test_every_gpu_checks_real_code_runs_on_simulated_gpus_in_the_image(e2e: E2E, tmp_path: Path, flavor: str) -> None:
-    # Control flow on the torch the image carries (2.14.1+cu130): API use, dtypes, spawn, restored settings.
+    # Control flow on the torch the image carries (2.15.0+cu132): API use, dtypes, spawn, restored settings.
     config = {"gpus": SIM_GPUS, "cupti": True}
     sim = ("-e", "PYTHONPATH=/opt/torchyard-sim", "-e", f"TORCHYARD_GPU_SIM={json.dumps(config)}")
     mounts = ("-v", f"{ROOT / 'tests' / 'gpu_sim'}:/opt/torchyard-sim:ro", "--shm-size", "2g", *sim)
@@ -179,7 +179,7 @@ def test_the_suite_runs_in_an_image_torchyard_did_not_build(foreign: str, tmp_pa
         "smoke",
         foreign,
         "--expect-value",
-        "torch=2.14.1+cu130",
+        "torch=2.15.0+cu132",
         "--arch",
         "sm_89",
         "--report",

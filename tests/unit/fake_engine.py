@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -252,6 +252,14 @@ class FakeEngine:
     def save(self, ref: str, path: Path) -> None:
         self.calls.append(Call("save", (ref, str(path))))
         path.write_bytes(b"")
+
+    def labelled(self, label: str) -> list[ImageInfo]:
+        self.calls.append(Call("labelled", (label,)))
+        if self.info_error is not None:
+            raise self.info_error
+        tagged = {image_id: tuple(ref for ref, i in self.tags.items() if i == image_id) for image_id in self.images}
+        found = [(key, info) for key, info in self.images.items() if label in info.labels]
+        return [replace(info, tags=info.tags or tagged[key]) for key, info in found]
 
     def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
         self.calls.append(Call("read_file", (image, path)))

@@ -9,7 +9,7 @@ RunEngine is the engine as `torchyard run` sees it (the images here, the team's 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from builder.core.errors import PushError, TorchyardError
@@ -164,6 +164,7 @@ class RunEngine:
     pulled: list[str] = field(default_factory=list)
     started: list[ContainerSpec] = field(default_factory=list)
     read_error: TorchyardError | None = None  # read_file raises it (the engine could not open the image)
+    files: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (image, path) -> what read_file answers
 
     def inspect(self, ref: str) -> ImageInfo | None:
         return self.images.get(ref)
@@ -178,8 +179,47 @@ class RunEngine:
     def read_file(self, image: str, path: str, limit: int = 1 << 20) -> bytes | None:
         if self.read_error is not None:
             raise self.read_error
-        return None
+        return self.files.get((image, path))
+
+    def labelled(self, label: str) -> list[ImageInfo]:
+        """The local images with `label`, each under the reference it is kept by here."""
+        return [replace(info, tags=(ref,)) for ref, info in self.images.items() if label in info.labels]
 
     def run(self, spec: ContainerSpec, **_: Any) -> Exited:
         self.started.append(spec)
         return Exited(7)
+
+
+def holding(
+    ref: str,
+    combination: str,
+    *,
+    platform: str = "linux/amd64",
+    flavor: str = "runtime",
+    arch_list: str = "none",
+    extensions: str = "none",
+    created: str = "2026-12-01T10:00:00Z",
+) -> ImageInfo:
+    """A torchyard image as the locator sees it in the engine: its labels say the combination it holds (of the
+    real matrix), as render writes them."""
+    from matrix_kit import real
+
+    from builder.lock.resolve_id import find_combination
+
+    c = find_combination(real(), combination)
+    assert c is not None, combination
+    v = c.variant
+    labels = {
+        "io.torchyard.version": "0.1.0",
+        "io.torchyard.combination": combination,
+        "io.torchyard.torch": c.local_version,
+        "io.torchyard.cuda": f"{v.cuda.major}.{v.cuda.minor}" if v.cuda else "none",
+        "io.torchyard.cudnn": str(v.cudnn) if v.cudnn else "none",
+        "io.torchyard.nccl": str(v.nccl) if v.nccl else "none",
+        "io.torchyard.python": c.python,
+        "io.torchyard.os": c.os.name,
+        "io.torchyard.flavor": flavor,
+        "io.torchyard.arch-list": arch_list,
+        "io.torchyard.extensions": extensions,
+    }
+    return ImageInfo("sha256:" + "cd" * 32, labels, (ref,), (), 1, platform=platform, created=created)

@@ -138,3 +138,50 @@ def test_docs_architecture_names_every_folder_of_the_layers() -> None:
     text = ARCHITECTURE_DOC.read_text()
     folders = sorted(set().union(*LAYERS) - {"builder", "__main__"})
     assert [f for f in folders if f"`{f}/`" not in text] == [], "docs/architecture.md: a layer's folder is missing"
+
+
+# Module-level imports form no circle (a deferred import inside a function is how circles hide, and a
+# TYPE_CHECKING import is one too), outside matrix/'s package: its modules import names the package re-exports.
+CIRCLE_EXEMPT = "builder.matrix"
+
+
+def _module_imports() -> dict[str, set[str]]:
+    modules = {}
+    for path in BUILDER.rglob("*.py"):
+        parts = list(path.relative_to(BUILDER.parent).with_suffix("").parts)
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.parse(path.read_text()).body:
+            for inner in node.body if isinstance(node, ast.If) else [node]:
+                if isinstance(inner, ast.ImportFrom) and inner.module and inner.level == 0:
+                    found |= {inner.module, *(f"{inner.module}.{a.name}" for a in inner.names)}
+                elif isinstance(inner, ast.Import):
+                    found |= {a.name for a in inner.names}
+        graph[name] = {d for d in found if d in modules and d != name}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    circles, done = [], set()
+
+    def walk(name: str, path: list[str]) -> None:
+        if name in path:
+            circles.append([*path[path.index(name) :], name])
+        elif name not in done:
+            done.add(name)
+            for dep in sorted(graph[name]):
+                walk(dep, [*path, name])
+
+    for name in sorted(graph):
+        walk(name, [])
+    return circles
+
+
+def test_no_module_level_import_circle() -> None:
+    graph = _module_imports()
+    assert {"builder.host.doctor", "builder.host.locate"} <= set(graph["builder.host.launch"])  # the walk reads them
+    found = [c for c in _circles(graph) if not all(m.startswith(CIRCLE_EXEMPT) for m in c)]
+    assert found == [], "\n".join(" -> ".join(c) for c in found)
+    assert _circles({"a": {"b"}, "b": {"a"}}) == [["a", "b", "a"]]  # the walk can find one

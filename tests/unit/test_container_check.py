@@ -15,6 +15,7 @@ from sim_kit import H100, needs_torch, python_with_torch, sim
 from builder.engine.interactive import Exited
 from builder.host.container_check import MARKER, PROBE, judge, probe_spec
 from builder.host.doctor import Diagnosis, diagnose
+from builder.host.identity import Caller
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.resolve.query import RawQuery
@@ -47,7 +48,7 @@ def test_without_a_gpu_the_cpu_part_passes_and_the_gpu_part_is_not_checked() -> 
     assert check.cpu.detail.startswith("torch 2.13.0+cpu, CUDA none (a CPU build)")
     assert check.gpu.detail.startswith("no GPU on this machine (no NVIDIA driver")
     assert check.problems == []
-    assert probe_spec(d, "img", "1000:1000").gpu_flags == ()
+    assert probe_spec(d, "img", Caller(1000, 1000, "me")).gpu_flags == ()
 
 
 def test_static_runs_but_the_container_sees_no_gpu_is_a_problem_naming_the_toolkit() -> None:

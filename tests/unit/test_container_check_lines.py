@@ -29,10 +29,13 @@ from builder.host.container_check import (
     probe_spec,
 )
 from builder.host.doctor import Diagnosis, Problem, diagnose
+from builder.host.identity import Caller
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.host.system import Ran
 from builder.resolve.query import RawQuery
+
+ME = Caller(1000, 1000, "me")
 
 M = real()
 CPU_DETAIL = "an 8x8 matmul matches plain Python"
@@ -172,9 +175,9 @@ def test_a_probe_line_that_is_not_an_object_is_no_answer() -> None:
 
 def test_the_probe_container_gets_the_gpu_flags_the_user_and_no_stdin() -> None:
     d = gpus()
-    spec = probe_spec(d, "img", "1000:1000")
-    assert (spec.image, spec.command, spec.gpu_flags, spec.user, spec.interactive) == (
-        "img", ("python3", "-c", PROBE.read_text()), ("--gpus", "all"), "1000:1000", False
+    spec = probe_spec(d, "img", ME)
+    assert (spec.image, spec.command, spec.gpu_flags, spec.user, spec.env, spec.interactive) == (
+        "img", ("python3", "-c", PROBE.read_text()), ("--gpus", "all"), "1000:1000", ("USER=me", "LOGNAME=me"), False
     )  # fmt: skip
     assert spec.name.startswith("torchyard-check-")
     cdi = doctor(machine(H100X2_580, driver="580.65.06", toolkit=False), DOCKER_PLAIN | {"CDISpecDirs": ["/etc/cdi"]})
@@ -219,12 +222,14 @@ class Runs:
 def test_an_image_without_python3_is_probed_again_with_python(monkeypatch: pytest.MonkeyPatch) -> None:
     runs = Runs(Exited(127, "exec: python3 not found"), answer({"torch": "2.13.0+cpu", "cpu": CPU_OK}))
     monkeypatch.setattr(cc, "run_container", runs)
-    check = check_here(no_gpu(), "img", Engine(here=True), "1000:1000", 30, pull=False)
+    check = check_here(no_gpu(), "img", Engine(here=True), ME, 30, pull=False)
     assert [(s.command[0], s.user) for s in runs.specs] == [("python3", "1000:1000"), ("python", "1000:1000")]
     assert check.image == "img"
     assert check.cpu.status == PASSED
     assert check.command.startswith("docker run --rm --name torchyard-check-")
-    assert check.command.endswith(" --user 1000:1000 -e HOME=/tmp img python -c <builder/smoke/runtime_probe.py>")
+    assert check.command.endswith(
+        " --user 1000:1000 -e HOME=/tmp -e USER=me -e LOGNAME=me img python -c <builder/smoke/runtime_probe.py>"
+    )
 
 
 @pytest.mark.parametrize("code", [126, 127])

@@ -27,6 +27,8 @@ from host_kit import (
     T4_470_NO_CC,
     V100_PCI,
     FakeSystem,
+    RunEngine,
+    holding,
     machine,
 )
 from matrix_kit import real
@@ -133,9 +135,15 @@ def test_consumer_card_on_an_old_driver_gets_the_newest_cuda_12_build_and_the_re
     # 535 runs CUDA 12 through minor-version compatibility (>= 525.60.13); every CUDA 13 build needs >= 580.65.06.
     assert d.recommended.result.combo.id == "torch2.14.1-cu126-py3.11-debian12"
     assert d.recommended.image == "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
-    assert d.recommended.run == (
-        'docker run --rm -it --gpus all --ipc=host -v "$PWD":/workspace -w /workspace '
-        "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime python"
+    assert d.recommended.gpu_flags == ("--gpus", "all")
+    assert d.run is None  # not built here, no registry to pull from: no docker run line
+    here = "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.11-debian12")})
+    system = machine(RTX4090_535, driver="535.104.05")
+    located = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(), "torchyard",
+                       engine)  # fmt: skip
+    assert located.run == (
+        f'docker run --rm -it --gpus all --ipc=host -v "$PWD":/workspace -w /workspace {here} python'
     )
     (driver,) = [p for p in d.problems if p.check == "driver-cuda"]
     assert "every CUDA 13 build needs >= 580.65.06" in driver.message
@@ -166,7 +174,7 @@ def test_a_dropped_architecture_on_a_new_driver_names_the_last_branch_and_falls_
         "it: use a 580.x driver"
     )
     assert d.recommended is not None and d.recommended.result.combo.variant.name == "cpu"
-    assert "--gpus" not in d.recommended.run
+    assert d.recommended.gpu_flags == ()
 
 
 def test_nvidia_smi_failing_is_a_driver_problem() -> None:

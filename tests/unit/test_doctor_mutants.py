@@ -18,6 +18,8 @@ from host_kit import (
     SMI_BROKEN,
     V100_PCI,
     FakeSystem,
+    RunEngine,
+    holding,
     machine,
 )
 from matrix_kit import real
@@ -29,7 +31,6 @@ from builder.resolve.query import RawQuery
 
 M = real()
 RUN = 'docker run --rm -it {flags}--ipc=host -v "$PWD":/workspace -w /workspace torchyard:{tag} python'
-CPU_RUN = RUN.format(flags="", tag="2.15.0-cpu-py3.11-debian12-runtime")
 CPU_BUILD = "torchyard build --torch 2.15.0 --variant cpu --python 3.11 --os debian12 --platform linux/amd64 --repo t"
 CPU_PIP = (
     "pip install torch==2.15.0 torchvision==0.29.2 torchaudio==2.11.1 --index-url https://download.pytorch.org/whl/cpu"
@@ -53,15 +54,16 @@ def problems(d: Diagnosis) -> list[tuple[str, str, str]]:
     return [(p.check, p.message, p.fix) for p in d.problems]
 
 
-def lines(d: Diagnosis) -> tuple[str, str, str, str, str]:
+def lines(d: Diagnosis) -> tuple[str, str, tuple[str, ...], str | None, str, str]:
+    """What doctor recommends; the run line is None here (no engine asked, and `t` names no registry)."""
     assert d.recommended is not None
     r = d.recommended
-    return (r.result.combo.id, r.image, r.run, r.build, r.pip)
+    return (r.result.combo.id, r.image, r.gpu_flags, d.run, r.build, r.pip)
 
 
-def cpu_lines() -> tuple[str, str, str, str, str]:
-    return ("torch2.15.0-cpu-py3.11-debian12", "t:2.15.0-cpu-py3.11-debian12-runtime",
-            CPU_RUN.replace("torchyard:", "t:"), CPU_BUILD, CPU_PIP)  # fmt: skip
+def cpu_lines() -> tuple[str, str, tuple[str, ...], str | None, str, str]:
+    return ("torch2.15.0-cpu-py3.11-debian12", "t:2.15.0-cpu-py3.11-debian12-runtime", (), None, CPU_BUILD,
+            CPU_PIP)  # fmt: skip
 
 
 def test_a_gpu_newer_than_the_matrix_names_the_gpu_with_the_update_fix_and_falls_back() -> None:
@@ -106,9 +108,8 @@ def test_a_gpu_without_a_driver_is_a_driver_problem_and_still_gets_the_gpu_image
     assert lines(d) == (
         "torch2.15.0-cu132-py3.11-debian12",
         "t:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime",
-        RUN.format(flags="--gpus all ", tag="2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime").replace(
-            "torchyard:", "t:"
-        ),
+        ("--gpus", "all"),
+        None,
         "torchyard build --torch 2.15.0 --variant cu132 --python 3.11 --os debian12 --platform linux/amd64 --repo t",
         "pip install torch==2.15.0 torchvision==0.29.2 torchaudio==2.11.1",
     )
@@ -159,7 +160,8 @@ def test_an_older_driver_is_told_the_newest_build_it_cannot_run_exactly(
     assert lines(d) == (
         f"torch{torch}-{variant}-py3.11-debian12",
         f"t:{tag}",
-        RUN.format(flags="--gpus all ", tag=tag).replace("torchyard:", "t:"),
+        ("--gpus", "all"),
+        None,
         f"torchyard build --torch {torch} --variant {variant} --python 3.11 --os debian12 --platform linux/amd64 "
         "--repo t",
         pip,
@@ -177,12 +179,12 @@ def test_the_run_line_takes_the_runtime_s_gpu_flags() -> None:
         },
     )
     info = {"ServerVersion": "28.3.0", "Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}
-    d = diagnose(M, probe(M, system), read_runtime(system, lambda: info), RawQuery(), "t")
+    here = "t:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.11-debian12")})
+    d = diagnose(M, probe(M, system), read_runtime(system, lambda: info), RawQuery(), "t", engine)
     assert d.recommended is not None
-    assert d.recommended.run == (
-        'docker run --rm -it --device nvidia.com/gpu=all --ipc=host -v "$PWD":/workspace -w /workspace '
-        "t:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime python"
-    )
+    flags, tag = "--device nvidia.com/gpu=all ", "2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    assert d.run == RUN.format(flags=flags, tag=tag).replace("torchyard:", "t:")
 
 
 def test_a_wish_no_cpu_image_meets_after_a_fallback_names_the_cpu_question_s_failures() -> None:

@@ -174,14 +174,13 @@ def test_the_command_prints_facts_and_exits_1_when_it_will_not_run(
     )
 
 
-@pytest.mark.parametrize("smi", [None, "broken"], ids=["no-driver", "driver-failing"])
-def test_inspect_here_without_a_working_driver_never_says_runs(
-    smi: str | None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_inspect_here_with_a_failing_driver_never_says_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import builder.host.probe
     from builder.core import env
 
-    system = machine(SMI_BROKEN, smi_code=9, driver="535.104.05") if smi else machine(None, toolkit=False)
+    system = machine(SMI_BROKEN, smi_code=9, driver="535.104.05")
     monkeypatch.delenv(env.ANY_HOST, raising=False)
     monkeypatch.setattr(builder.host.probe, "RealSystem", lambda: system)
     monkeypatch.setattr(builder.engine, "DockerEngine", foreign)
@@ -191,6 +190,33 @@ def test_inspect_here_without_a_working_driver_never_says_runs(
     assert exit_.value.code == 6
     assert ": CANNOT TELL" in out and "RUNS" not in out
     assert "  NOT CHECKED  driver-cuda      no driver given" in out.splitlines()
+
+
+def test_inspect_here_on_a_machine_without_a_gpu_runs_on_its_cpu(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No GPU at all: the driver and GPU rules do not apply (N/A), the platform and torch do: RUNS ON CPU, exit 0."""
+    import builder.host.probe
+    from builder.core import env
+
+    monkeypatch.delenv(env.ANY_HOST, raising=False)
+    monkeypatch.setattr(builder.host.probe, "RealSystem", lambda: machine(None, toolkit=False))
+    monkeypatch.setattr(builder.engine, "DockerEngine", foreign)
+    with pytest.raises(SystemExit) as exit_:
+        main(["inspect", FOREIGN, "--here"])
+    assert exit_.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[lines.index("linux/amd64: RUNS ON CPU") + 1 :] == [
+        "  PASS         platform         torch 2.5.1 cu124 has linux/amd64 wheels",
+        *(f"  N/A          {rule:<16} no GPU on this machine: the image runs on its CPU"
+          for rule in ("driver-gpu", "driver-cuda", "arch-torch", "ptx-jit-driver", "cudnn-cuda", "container-start")),
+    ]  # fmt: skip
+    with pytest.raises(SystemExit):
+        main(["inspect", FOREIGN, "--here", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert (data["verdict"], data["runs"]) == ("runs-cpu", True)
+    assert {c["status"] for c in data["checks"][1:]} == {"not-applicable"}
+    assert {c["ok"] for c in data["checks"][1:]} == {None}
 
 
 class FakeRegistry:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +22,13 @@ from builder.core.errors import BuildError, EngineError, NoMatchError, PushError
 from builder.core.process import Completed
 from builder.engine.interactive import ContainerSpec
 from builder.host.doctor import Diagnosis, diagnose
+from builder.host.identity import Caller
 from builder.host.launch import SHELL, Launch, RunRequest, build, fetch, obtain, prepare, will_not_run
 from builder.host.probe import probe
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.resolve.query import RawQuery
+
+ME = Caller(1000, 1000, "me")
 
 M = real()
 S = small()  # matrix_kit's own: its messages do not move with matrix.toml
@@ -43,7 +47,8 @@ TOOLKIT = read_runtime(RTX, lambda: DOCKER_WITH_TOOLKIT)
 
 
 def request(**flags: Any) -> RunRequest:
-    return RunRequest(**{"workspace": "/home/me/project", "user": "1000:1000"} | flags)
+    given: dict[str, Any] = {"workspace": "/home/me/project", "who": ME} | flags
+    return RunRequest(**given)
 
 
 def no_diagnosis(*_: object) -> Diagnosis:
@@ -102,7 +107,7 @@ def test_no_image_for_this_machine_names_every_problem_the_doctor_found_with_the
 
 
 def test_no_image_and_no_problem_from_the_doctor_says_no_combination_fits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("builder.host.doctor.diagnose", lambda m, host, runtime, *_: Diagnosis(host, runtime, query(S)))
+    monkeypatch.setattr("builder.host.launch.diagnose", lambda m, host, runtime, *_: Diagnosis(host, runtime, query(S)))
     with pytest.raises(NoMatchError) as refused:
         prepare(S, NO_GPU, None, request(), RunEngine())
     assert str(refused.value) == "no image runs on this machine: no combination fits (torchyard doctor says more)"
@@ -123,7 +128,7 @@ def test_the_chosen_image_s_launch_has_the_request_s_container_and_its_build_wit
         shm_size="16g",
         workspace="/home/me/project",
         user="1000:1000",
-        env=("A=1",),
+        env=("USER=me", "LOGNAME=me", "A=1"),
         tty=True,
         extra=("--network", "host"),
     )
@@ -136,9 +141,9 @@ def test_the_chosen_image_s_launch_has_the_request_s_container_and_its_build_wit
 def test_a_given_image_that_is_here_and_runs_is_launched_without_asking_the_doctor(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("builder.host.doctor.diagnose", no_diagnosis)
+    monkeypatch.setattr("builder.host.launch.diagnose", no_diagnosis)
     engine = RunEngine(images={"debian:bookworm-slim": image()})
-    launch = prepare(S, NO_GPU, None, request(image="debian:bookworm-slim", user=None), engine)
+    launch = prepare(S, NO_GPU, None, request(image="debian:bookworm-slim", who=None), engine)
     assert launch.spec == ContainerSpec(
         image="debian:bookworm-slim", command=SHELL, name=launch.spec.name, workspace="/home/me/project"
     )
@@ -176,7 +181,11 @@ def test_a_given_image_whose_facts_cannot_be_read_runs_with_a_note_saying_so() -
     ref = "team/torch:cu130"
     engine = RunEngine(images={ref: image(CUDA13_LABELS)}, read_error=EngineError(f"could not open {ref}: gone"))
     launch = prepare(M, probe(M, RTX), TOOLKIT, request(image=ref), engine)
-    assert launch.notes == (f"not checked whether {ref} runs on these GPUs: could not open {ref}: gone",)
+    assert launch.notes == (
+        f"not checked whether {ref} runs on these GPUs: could not open {ref}: gone",
+        f"the user has no name inside (could not open {ref}: gone)",  # its /etc/passwd could not be read either
+    )
+    assert launch.spec.files == () and launch.spec.env == ("USER=me", "LOGNAME=me")
 
 
 # --- obtain: pulled ------------------------------------------------------------------------------------------
@@ -274,3 +283,20 @@ def test_an_image_torchyard_did_not_choose_is_not_built(monkeypatch: pytest.Monk
         f"torchyard:{CPU_TAG} is not here and torchyard does not build images it did not choose"
     )
     assert (recorder.ran, said) == ([], [])
+
+
+def test_a_local_image_that_does_not_know_the_caller_gets_its_passwd_with_the_caller_mounted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    ref = "debian:bookworm-slim"
+    passwd, group = b"root:x:0:0:root:/root:/bin/bash\n", b"root:x:0:\n"
+    engine = RunEngine(images={ref: image()}, files={(ref, "/etc/passwd"): passwd, (ref, "/etc/group"): group})
+    launch = prepare(S, NO_GPU, None, request(image=ref), engine)
+    (passwd_file, at_passwd), (group_file, at_group) = launch.spec.files
+    assert (at_passwd, at_group) == ("/etc/passwd", "/etc/group")
+    assert Path(passwd_file).parent == tmp_path / "torchyard" / "identity"
+    assert Path(passwd_file).read_bytes() == passwd + b"me:x:1000:1000:torchyard run:/tmp:/bin/sh\n"
+    assert Path(group_file).read_bytes() == group + b"me:x:1000:\n"
+    rooted = prepare(S, NO_GPU, None, request(image=ref, who=None), engine)  # --root: the image's own user
+    assert (rooted.spec.files, rooted.spec.user, rooted.spec.env) == ((), None, ())

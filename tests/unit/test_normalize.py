@@ -179,3 +179,16 @@ def test_the_base_image_layers_are_kept_as_they_are(tmp_path: Path) -> None:
     image = normalize_saved(saved, tmp_path / "out", EPOCH)
     assert not image.layers[0].changed  # the base's, though its times are after the epoch
     assert gzip.decompress(image.layers[0].blob.path.read_bytes()) == members["l0/layer.tar"]
+
+
+def test_a_save_from_containerd_s_store_with_compressed_layers_normalizes_alike(tmp_path: Path) -> None:
+    """Docker's containerd image store saves the registry's blobs (gzip, or zstd), not plain tars: the same
+    content gives the same normalized image."""
+    import zstandard
+
+    plain = normalize_saved(_image(tmp_path, "plain", 1_800_000_000), tmp_path / "plain-oci", EPOCH)
+    os_layer = _layer({"etc/os-release": b"ID=debian\n", "var/lib/dpkg/status": b"Package: a\n"}, 1_800_000_000,
+                      atime=True)  # fmt: skip
+    packed = [gzip.compress(os_layer, mtime=0), zstandard.ZstdCompressor().compress(VENV)]
+    saved = _saved(tmp_path / "containerd.tar", packed, iso(1_800_000_000))
+    assert normalize_saved(saved, tmp_path / "containerd-oci", EPOCH).manifest == plain.manifest

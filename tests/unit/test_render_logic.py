@@ -277,6 +277,7 @@ def test_labels_carry_every_version_of_the_combination() -> None:
             "python": "3.11",
             "os": "debian12",
             "arch-list": "sm_89",
+            "extensions": "none",
             "min-driver": "580.65.06",
             "strategy": "wheels",
             "flavor": flavor.value,

@@ -23,6 +23,7 @@ from host_kit import (
     RTX4090_535,
     FakeSystem,
     RunEngine,
+    holding,
     image,
     machine,
 )
@@ -34,6 +35,7 @@ from builder.core.errors import UsageError
 from builder.engine.interactive import ContainerSpec, docker_run_argv
 from builder.engine.quick import QuickEngine
 from builder.host.doctor import diagnose
+from builder.host.identity import caller
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.resolve.query import RawQuery
@@ -41,7 +43,8 @@ from builder.resolve.query import RawQuery
 M = real()
 CDI = {"ServerVersion": "28.3.0", "Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}
 CDI_SPEC = {"/etc/cdi/nvidia.yaml": "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n- name: all\n"}
-ME = f"{os.getuid()}:{os.getgid()}"
+ME = caller().user  # the process's own UID:GID, or SUDO_UID:SUDO_GID under sudo
+NAMED = ("-e", f"USER={caller().name}", "-e", f"LOGNAME={caller().name}")
 
 
 def install(engine: RunEngine, monkeypatch: pytest.MonkeyPatch, system: FakeSystem, info: dict[str, Any]) -> None:
@@ -51,6 +54,7 @@ def install(engine: RunEngine, monkeypatch: pytest.MonkeyPatch, system: FakeSyst
     monkeypatch.setattr(QuickEngine, "inspect", lambda _, ref: engine.inspect(ref))
     monkeypatch.setattr(QuickEngine, "read_file", lambda _, *args, **kwargs: engine.read_file(*args, **kwargs))
     monkeypatch.setattr(QuickEngine, "pull", lambda _, ref, auth: engine.pull(ref, auth))
+    monkeypatch.setattr(QuickEngine, "labelled", lambda _, label: engine.labelled(label))
     monkeypatch.setattr("builder.cli.run_cmd.run_container", engine.run)
 
 
@@ -124,7 +128,7 @@ def test_dry_run_on_a_gpu_host_prints_its_gpu_flags_ipc_workspace_and_user(torch
     assert name.startswith("torchyard-run-")
     assert argv == [
         "docker", "run", "--rm", "--name", name, "-i", *flags, "--ipc=host",
-        "-v", f"{os.getcwd()}:/workspace", "-w", "/workspace", "--user", ME, "-e", "HOME=/tmp",
+        "-v", f"{os.getcwd()}:/workspace", "-w", "/workspace", "--user", ME, "-e", "HOME=/tmp", *NAMED,
         chosen(system, docker), "python", "-c", "1",
     ]  # fmt: skip
     assert "the container will use the CPU" not in result.stderr
@@ -138,7 +142,7 @@ def test_dry_run_without_a_gpu_has_no_gpu_flags_and_says_the_cpu_is_used(torchya
     argv = line(result)
     assert "--gpus" not in argv and "--device" not in argv
     assert argv[argv.index("--ipc=host") :] == [
-        "--ipc=host", "-v", f"{os.getcwd()}:/workspace", "-w", "/workspace", "--user", ME, "-e", "HOME=/tmp",
+        "--ipc=host", "-v", f"{os.getcwd()}:/workspace", "-w", "/workspace", "--user", ME, "-e", "HOME=/tmp", *NAMED,
         chosen(system, DOCKER_PLAIN), "python", "-c", "1",
     ]  # fmt: skip
     assert (
@@ -252,3 +256,44 @@ def test_the_argv_builder_puts_every_flag_before_the_image(tmp_path: Path) -> No
         "-v", f"{tmp_path}:/workspace", "-w", "/workspace", "--user", "1000:1000", "-e", "HOME=/tmp",
         "--network", "none", "img", "a", "b",
     ]  # fmt: skip
+
+
+def test_as_root_through_sudo_the_container_runs_as_the_sudo_caller(
+    torchyard: Torchyard, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(os, "getuid", lambda: 0)
+    monkeypatch.setattr(os, "getgid", lambda: 0)
+    for name, value in {"SUDO_UID": "1000", "SUDO_GID": "1000", "SUDO_USER": "ana"}.items():
+        monkeypatch.setenv(name, value)
+    result, _ = torchyard(machine(None, toolkit=False), "--dry-run", "--", "id", docker=DOCKER_PLAIN)
+    assert result.exit_code == 0, result.output
+    argv = line(result)
+    assert argv[argv.index("--user") : argv.index("--user") + 8] == [
+        "--user", "1000:1000", "-e", "HOME=/tmp", "-e", "USER=ana", "-e", "LOGNAME=ana"
+    ]  # fmt: skip
+    rooted, _ = torchyard(machine(None, toolkit=False), "--dry-run", "--root", "--", "id", docker=DOCKER_PLAIN)
+    assert "--user" not in line(rooted)
+
+
+SM89 = "torchyard:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime-sm89"  # what `torchyard build --arch sm_89` tags
+
+
+def test_the_image_build_arch_sm_89_made_is_the_one_run_starts_on_an_rtx_4090_with_580(torchyard: Torchyard) -> None:
+    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.11-debian12", arch_list="sm_89")})
+    system = machine(RTX4090_535.replace("535.104.05", "580.65.06"), driver="580.65.06")
+    result, _ = torchyard(system, "--dry-run", "--", "python", "-c", "1", engine=engine)
+    assert result.exit_code == 0, result.output
+    assert line(result)[-4:] == [SM89, "python", "-c", "1"]
+    assert "is not in the local engine" not in result.stderr
+
+
+def test_on_a_t4_with_535_the_cuda_13_image_is_passed_over_for_the_one_that_runs(torchyard: Torchyard) -> None:
+    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.11-debian12", arch_list="sm_89")})
+    system = machine("0, Tesla T4, 7.5, 15360, 535.104.05, Disabled\n", driver="535.104.05")
+    result, _ = torchyard(system, "--dry-run", "--", "python", "-c", "1", engine=engine)
+    assert result.exit_code == 0, result.output
+    chosen = "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    assert line(result)[-4:] == [chosen, "python", "-c", "1"]
+    assert f"torchyard: {chosen} is not in the local engine: run builds it (torchyard build --torch 2.14.1" in (
+        result.stderr
+    )

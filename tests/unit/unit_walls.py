@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+import builder.engine.images
+import builder.engine.quick
 import builder.host.probe
 from builder.core import env
+from builder.core.errors import EngineError
 
 
 class _NoMachine:
@@ -24,3 +27,11 @@ def no_real_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv(env.ANY_HOST, "1")
     monkeypatch.setenv(env.PROVENANCE, "0")  # the checkout's commit and the clock: tests that want them set them
     monkeypatch.setattr(builder.host.probe, "RealSystem", _NoMachine)
+    for engine in (builder.engine.images.Images, builder.engine.quick.QuickEngine):
+        monkeypatch.setattr(engine, "labelled", _no_engine_images)
+
+
+def _no_engine_images(self: object, label: str) -> list[object]:
+    """The locator's list of the engine's images: the unit tier has no engine (a test that wants images gives the
+    command a fake one, host_kit.RunEngine), whatever the machine running the tests holds."""
+    raise EngineError("no Docker engine in the unit tier")

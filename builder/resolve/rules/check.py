@@ -14,11 +14,13 @@ if TYPE_CHECKING:
 
 
 class Status(StrEnum):
-    """A rule's three outcomes: it held, it failed, or it could not be evaluated (an input or a fact missing)."""
+    """A rule's three outcomes: it held, it failed, or it could not be evaluated (an input or a fact missing); and,
+    on a machine without a GPU, a GPU rule that asks nothing there (not applicable: the image runs on the CPU)."""
 
     PASS = "pass"
     FAIL = "fail"
     NOT_CHECKED = "not-checked"
+    NOT_APPLICABLE = "not-applicable"
 
 
 class Missing(StrEnum):
@@ -27,6 +29,7 @@ class Missing(StrEnum):
 
     INPUT = "input"
     FACT = "fact"
+    NO_GPU = "no-gpu"  # the machine has no GPU: a driver or GPU rule does not apply (Status.NOT_APPLICABLE)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class Check:
     def status(self) -> Status:
         if not self.ok:
             return Status.FAIL
+        if self.missing is Missing.NO_GPU:
+            return Status.NOT_APPLICABLE
         return Status.PASS if self.missing is None else Status.NOT_CHECKED
 
     @property
@@ -60,6 +65,11 @@ def not_checked(
 ) -> Check:
     """A rule that could not be evaluated: `reason` says what was missing ("no driver given")."""
     return Check(rule, True, reason, sources, missing, condition)
+
+
+def not_applicable(check: Check) -> Check:
+    """A GPU rule on a machine without a GPU: nothing to check (what it would have asked stays in the reason)."""
+    return Check(check.rule, True, "no GPU on this machine: the image runs on its CPU", check.sources, Missing.NO_GPU)
 
 
 class DriverMode(StrEnum):
