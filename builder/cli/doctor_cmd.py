@@ -139,6 +139,7 @@ def _runtime_data(rt: RuntimeReading | None) -> dict[str, Any] | None:
         return None
     return {
         "engine": rt.engine,
+        "image_store": "containerd" if rt.containerd_store else "graph driver",
         "runtimes": list(rt.runtimes),
         "gpu_flags": rt.gpu_flags if rt.gpus_flag or rt.cdi_specs else [],
         "nvidia_toolkit": rt.gpus_flag,
@@ -159,7 +160,8 @@ def as_text(d: Diagnosis, f: Facts) -> str:
         lines.append(f"GPU {g.seen.index}:   {g.seen.name}, {g.arch.name if g.arch else 'unknown arch'}{memory}{mig}")
     if d.runtime is not None and d.runtime.engine:
         how = " ".join(d.runtime.gpu_flags) if d.runtime.gpus_flag or d.runtime.cdi_specs else "no GPU access"
-        lines.append(f"docker:  {d.runtime.engine}; GPUs: {how}; /dev/shm {d.runtime.shm_mib} MB by default")
+        engine = f"{d.runtime.engine} ({d.runtime.image_store})"
+        lines.append(f"docker:  {engine}; GPUs: {how}; /dev/shm {d.runtime.shm_mib} MB by default")
     lines.append("")
     lines += _recommendation_lines(d)
     if d.problems:

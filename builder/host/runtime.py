@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from builder.engine.probe import containerd_store
 from builder.host.system import System
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
@@ -27,7 +28,12 @@ class RuntimeReading:
     cdi_specs: tuple[str, ...] = ()  # CDI spec files that name nvidia.com/gpu devices
     cdi_enabled: bool = False  # the engine reads CDI specs (Docker 25+ with CDI on)
     shm_mib: int = DEFAULT_SHM_MIB
+    containerd_store: bool = False  # images live in containerd's store (docker info's driver-type)
     problems: list[str] = field(default_factory=list)
+
+    @property
+    def image_store(self) -> str:
+        return "containerd image store" if self.containerd_store else "graph driver"
 
     @property
     def gpu_flags(self) -> list[str]:
@@ -48,6 +54,7 @@ def read_runtime(system: System, daemon_info: DaemonInfo) -> RuntimeReading:
     reading.runtimes = tuple(sorted((info.get("Runtimes") or {}).keys()))
     reading.default_runtime = info.get("DefaultRuntime")
     reading.cdi_enabled = bool(info.get("CDISpecDirs"))
+    reading.containerd_store = containerd_store(info)
     hook = system.run(["sh", "-c", f"command -v {HOOK}"]).code == 0
     reading.gpus_flag = hook or "nvidia" in reading.runtimes
     dirs = tuple(info.get("CDISpecDirs") or CDI_DIRS)

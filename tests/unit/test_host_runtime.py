@@ -136,3 +136,18 @@ def test_daemon_json_gives_the_containers_shm_size() -> None:
 )
 def test_shm_size_forms(text: str | None, mib: int) -> None:
     assert _shm_mib(text) == mib
+
+
+def test_the_image_store_is_read_and_doctor_says_it() -> None:
+    """Docker 26 with the containerd image store (what Docker 29 gives fresh installs) against the graph driver."""
+    from builder.cli.doctor_cmd import _runtime_data
+
+    system = machine(None, toolkit=False)
+    containerd = DOCKER_PLAIN | {"ServerVersion": "26.1.5+dfsg1",
+                                 "DriverStatus": [["driver-type", "io.containerd.snapshotter.v1"]]}  # fmt: skip
+    store = read_runtime(system, lambda: containerd)
+    assert (store.containerd_store, store.image_store) == (True, "containerd image store")
+    graph = read_runtime(system, lambda: DOCKER_PLAIN | {"DriverStatus": [["Backing Filesystem", "extfs"]]})
+    assert (graph.containerd_store, graph.image_store) == (False, "graph driver")
+    assert (_runtime_data(store) or {})["image_store"] == "containerd"
+    assert (_runtime_data(graph) or {})["image_store"] == "graph driver"
