@@ -94,13 +94,20 @@ def prepare(ctx: click.Context, kwargs: dict[str, Any], target: str) -> tuple[Ma
         chosen = choose_plans(m, query, options, wanted, platforms)
     else:
         chosen = choose_plan(m, query, options, wanted)
-    _say(*chosen.notes, *filter(None, [check_tensorrt(m, *tensorrt, chosen.flavors)]))
+    _say(*chosen.notes, *filter(None, [check_tensorrt(m, *tensorrt, chosen.flavors), _cannot_tell(chosen)]))
     if probed and raw.driver is None:
         c = chosen.choice.result.combo
         floor = min_driver(Facts(m), c)
         if floor:
             _say(f"no NVIDIA driver here: {c.local_version} needs driver >= {floor} (for an older one: --driver 535)")
     return m, options, chosen
+
+
+def _cannot_tell(chosen: Chosen) -> str | None:
+    """The chosen combination ranked with those a fact is missing for (lookup's `*` rows): say it, with what."""
+    r = chosen.choice.result
+    reasons = "; ".join(dict.fromkeys(c.reason for c in r.unrecorded))
+    return f"cannot tell whether {r.combo.id} runs there: {reasons}" if reasons else None
 
 
 def _platforms(text: str | None) -> tuple[Platform, ...]:

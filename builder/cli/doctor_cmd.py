@@ -39,7 +39,12 @@ class DoctorFlags:
 
 
 @click.command("doctor")
-@click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (2.5, '>=2.4').")
+@click.option(
+    "--torch",
+    "torch_spec",
+    metavar="SPEC",
+    help="Only torch releases matching this (2.5, '>=2.4'; 2.5.1+cu124: that build).",
+)
 @click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (3.11).")
 @click.option("--os", "os_name", metavar="NAME", help="Only this OS base (debian12, ubuntu24.04 ...).")
 @click.option(

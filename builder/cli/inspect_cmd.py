@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from builder.cli.lookup_view import image_ref
-from builder.cli.options import HOST, here_option, image_reference, matrix_of, query_here
+from builder.cli.options import DRIVER_HELP, HOST, here_option, image_reference, matrix_of, query_here
 from builder.cli.output import emit_json
 from builder.host.doctor import no_gpu
 from builder.host.image_inspect import ImageFacts, Remote, combination_of, judge, read_facts
@@ -44,7 +44,7 @@ class InspectRequest:
 
 @click.command("inspect")
 @click.argument("image", callback=image_reference)
-@click.option("--driver", metavar="V", help="NVIDIA driver: 550.54.15, or a branch: 535.")
+@click.option("--driver", metavar="V", help=DRIVER_HELP)
 @click.option("--arch", "archs", metavar="ARCH", multiple=True, help="GPU architecture (repeatable).")
 @click.option("--gpu", "gpu_names", metavar="NAME", multiple=True, help='GPU name: "RTX 4090" (repeatable).')
 @click.option(

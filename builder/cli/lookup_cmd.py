@@ -12,6 +12,7 @@ from builder.cli.lookup_view import (
     grouped_table,
     groups,
     image_ref,
+    lifecycle_lines,
     offer_for,
     pip_line,
     unrecorded_note,
@@ -81,7 +82,10 @@ def lookup_cmd(ctx: click.Context, flags: LookupFlags) -> None:
     where = _where(ctx, m, found, flags.repo, q.inference) if flags.here and found.valid else None
     if flags.as_json:
         listed = lookup_json(m, found, flags.limit, inference=q.inference)
-        emit_json(listed | ({"where": location_json(where)} if where else {}))
+        notes = (
+            [line.split("note:", 1)[1].strip() for line in lifecycle_lines(m, q, found.valid[0])] if found.valid else []
+        )
+        emit_json(listed | {"lifecycle": notes} | ({"where": location_json(where)} if where else {}))
         if not found.valid:
             raise SystemExit(NoMatchError.exit_code)
         return
@@ -89,6 +93,7 @@ def lookup_cmd(ctx: click.Context, flags: LookupFlags) -> None:
         raise NoMatchError(failure_message(found))
     best = found.valid[0]
     click.echo(best_block(m, best, here=flags.here, offer=offer_for(m, best, inference=q.inference)))
+    click.echo("".join(f"{line}\n" for line in lifecycle_lines(m, q, best)), nl=False)
     click.echo("".join(f"  where:  {line}\n" for line in (where_lines(where) if where else [])))
     _print_rows(found, flags, driver=q.driver is not None, arch=bool(q.archs))
 

@@ -11,10 +11,12 @@ from builder.cli.output import table
 from builder.core.kinds import Flavor, Platform, Strategy
 from builder.matrix.model import Matrix
 from builder.render.tags import image_tags
-from builder.resolve import onnx
+from builder.resolve import lifecycle, onnx
+from builder.resolve.query import Query
 from builder.resolve.report import index_url
 from builder.resolve.resolver import Result
 from builder.resolve.rules import ArchSupport, DriverMode
+from builder.resolve.rules.check import Status
 from builder.resolve.verdict import verdict
 
 _DRIVER_SHORT = {
@@ -22,6 +24,10 @@ _DRIVER_SHORT = {
     DriverMode.MINOR_VERSION: "compatible",
     DriverMode.FORWARD_COMPAT: "cuda-compat",
 }
+
+
+# The OS cell's width that keeps lookup's table inside 100 columns.
+_OS_CELL = 30
 
 
 @dataclass(frozen=True)
@@ -41,14 +47,22 @@ class Group:
 
     @property
     def oses(self) -> str:
-        """debian12 ubuntu20.04/22.04/24.04: one family's releases share its name."""
+        """debian12 ubuntu20.04/22.04/24.04: one family's releases share its name; '+2': two more (--wide)."""
         by_family: dict[str, list[str]] = {}
         for r in self.results:
             base = r.combo.os
             release = base.name.removeprefix(base.family)
             if release not in by_family.setdefault(base.family, []):
                 by_family[base.family].append(release)
-        return " ".join(family + "/".join(releases) for family, releases in by_family.items())
+        cells = [family + "/".join(releases) for family, releases in by_family.items()]
+        shown = cells[:1]
+        for cell in cells[1:]:
+            if len(" ".join([*shown, cell])) > _OS_CELL:
+                break
+            shown.append(cell)
+        rest = sum(len(by_family[f]) for f in list(by_family)[len(shown) :])
+        # Past the cell's width the table says how many more; --wide lists each.
+        return " ".join(shown) + (f" +{rest}" if rest else "")
 
 
 def groups(results: Sequence[Result]) -> list[Group]:
@@ -77,7 +91,7 @@ def grouped_table(shown: Sequence[Group], *, driver: bool, arch: bool) -> str:
     for g in shown:
         r, v = g.first, g.first.combo.variant
         row = [r.combo.local_version + ("*" if r.unrecorded else ""), str(v.cuda or "-"), str(v.cudnn or "-")]
-        row += [_DRIVER_SHORT[r.driver_mode] if r.driver_mode else "-"] if driver else []
+        row += [driver_cell(r, _DRIVER_SHORT[r.driver_mode] if r.driver_mode else None)] if driver else []
         row += [code_words(r)] if arch else []
         rows.append([*row, g.pythons, g.oses])
     return table(headers, rows)
@@ -93,17 +107,41 @@ def wide_table(results: Sequence[Result], *, driver: bool, arch: bool) -> str:
         row += [str(r.combo.torch.torchvision), str(r.combo.torch.torchaudio)]
         row += [str(v.cuda or "-"), str(v.cudnn or "-"), str(v.nccl or ("-" if v.cuda is None else "?"))]
         row += [r.combo.python, r.combo.os.name]
-        row += [r.driver_mode.value if r.driver_mode else "-"] if driver else []
+        row += [driver_cell(r, r.driver_mode.value if r.driver_mode else None)] if driver else []
         if arch:
             row += [f"{r.arch_support.value} ({r.arch_code.name})" if r.arch_support and r.arch_code else "-"]
         rows.append(row)
     return table(headers, rows)
 
 
+def driver_cell(r: Result, mode: str | None) -> str:
+    """The DRIVER column: how the driver runs the build; `?` where driver-cuda could not check the driver (a branch
+    newer than every recorded one); `-` where no driver is involved (a CPU build)."""
+    if mode is not None:
+        return mode
+    return "?" if any(c.rule == "driver-cuda" and c.status is Status.NOT_CHECKED for c in r.checks) else "-"
+
+
 def answer_words(r: Result, *, here: bool = False) -> str:
     """RUNS, RUNS WITH its conditions, or CANNOT TELL and what to give or record."""
     v = verdict(r.checks, here=here)
     return v.words + (": " + "; ".join(v.unknown) if v.unknown else "")
+
+
+def lifecycle_lines(m: Matrix, q: Query, r: Result) -> list[str]:
+    """The asked driver's branch past its end (and the branch to move to for the asked GPUs), the first row's OS
+    past its regular support: one line each (builder/resolve/lifecycle.py)."""
+    day = lifecycle.today()
+    lines = []
+    branch = lifecycle.branch_of(m, q.driver.branch) if q.driver is not None else None
+    note = lifecycle.branch_note(branch, day) if branch else None
+    if note:
+        target = lifecycle.move_to(m, q.archs, day)
+        lines.append(f"  note:   {note}" + (f"; {lifecycle.move_line(target)}" if target else ""))
+    os_note = lifecycle.os_note(r.combo.os, day)
+    if os_note:
+        lines.append(f"  note:   {os_note}")
+    return lines
 
 
 def unrecorded_note(shown: Sequence[Result]) -> str | None:

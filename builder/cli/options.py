@@ -14,8 +14,12 @@ from builder.resolve.query import Query, RawQuery, parse_query
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+DRIVER_HELP = (
+    "NVIDIA driver: 550.54.15 (nvidia-smi --query-gpu=driver_version --format=csv,noheader), or a branch: 535; not "
+    'the "CUDA Version" of nvidia-smi\'s header.'
+)
 _COMBINATION_OPTIONS = (
-    click.option("--driver", metavar="V", help="NVIDIA driver (nvidia-smi): 550.54.15, or a branch: 535."),
+    click.option("--driver", metavar="V", help=DRIVER_HELP),
     click.option(
         "--arch",
         "archs",
@@ -35,7 +39,13 @@ _COMBINATION_OPTIONS = (
         metavar="linux/amd64|linux/arm64",
         help="Platform of the image (default: the GPU's host where it has one, else this machine's).",
     ),
-    click.option("--torch", "torch_spec", metavar="SPEC", help="torch version or range: 2.5, 2.5.1, '>=2.4,<2.7'."),
+    click.option(
+        "--torch",
+        "torch_spec",
+        metavar="SPEC",
+        help="torch version or range: 2.5, 2.5.1, '>=2.4,<2.7'; as torch.__version__ prints it, 2.5.1+cu124 is "
+        "--torch 2.5.1 --variant cu124.",
+    ),
     click.option("--cuda", "cuda_spec", metavar="SPEC", help="CUDA of the wheel: 12, 12.4, cu124, '>=12.4'."),
     click.option("--python", "python_spec", metavar="SPEC", help="Python: 3.11, '>=3.10'."),
     click.option("--os", "os_name", metavar="NAME", help="OS base: debian12, ubuntu22.04, ubuntu24.04 ..."),

@@ -64,7 +64,9 @@ def _shm_size(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--here", is_flag=True, help="The image doctor chooses for this machine (the default without IMAGE).")
 @click.option("--repo", envvar=env.REPO, metavar="REGISTRY/NAME", callback=repository,
               help=f"The team's repository, where the chosen image is pulled from (${env.REPO}).")  # fmt: skip
-@click.option("--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (--here).")
+@click.option(
+    "--torch", "torch_spec", metavar="SPEC", help="Only torch releases matching this (--here; 2.5.1+cu124: that build)."
+)
 @click.option("--python", "python_spec", metavar="SPEC", help="Only this Python (--here).")
 @click.option("--os", "os_name", metavar="NAME", help="Only this OS base (--here).")
 @click.option("-e", "--env", "env_vars", metavar="NAME[=VALUE]", multiple=True, callback=_env_vars,

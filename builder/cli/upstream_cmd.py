@@ -16,7 +16,7 @@ from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
 from builder.core.errors import UsageError
-from builder.core.versions import parse_spec
+from builder.core.versions import parse_spec, release_of_build
 from builder.matrix.model import Matrix
 from builder.render.network import CA_ENV_VARS
 
@@ -153,9 +153,10 @@ def _verify_options(m: Matrix, flags: VerifyFlags) -> VerifyOptions:
     from builder.upstream.index import PYPI
     from builder.upstream.verify import PYTORCH_INDEX, VerifyOptions, parse_only
 
+    spec = release_of_build(flags.torch_spec, "--torch", "matrix verify") if flags.torch_spec else None
     options = VerifyOptions(
         only=parse_only(flags.only),
-        torch=parse_spec(flags.torch_spec, "--torch") if flags.torch_spec else None,
+        torch=parse_spec(spec, "--torch") if spec else None,
         pypi_url=flags.pypi_url or PYPI,
         pytorch_index=flags.pytorch_index_url or PYTORCH_INDEX,
         registry_mirror=flags.registry_mirror,
@@ -251,7 +252,7 @@ def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: A
     from builder.upstream.sync_toml import check, insert, render
 
     m = matrix_of(ctx)
-    version = parse_release(torch_version, "--torch")
+    version = parse_release(release_of_build(torch_version, "--torch", "matrix sync"), "--torch")
     pytorch_index = kwargs.pop("pytorch_index_url") or PYTORCH_INDEX
     pypi = kwargs.pop("pypi_url") or PYPI
     http, _ = clients(kwargs)

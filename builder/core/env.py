@@ -17,6 +17,7 @@ PROVENANCE = "TORCHYARD_PROVENANCE"  # "0": no source/revision/created labels at
 REGISTRY_MIRROR = "TORCHYARD_REGISTRY_MIRROR"  # render/build: Docker Hub base images from this registry[/path]
 SIGN_KEY = "TORCHYARD_SIGN_KEY"  # the team's signing key itself (PEM), when not in a file (--sign-key PATH)
 SIGN_KEY_PASSWORD = "TORCHYARD_SIGN_KEY_PASSWORD"  # the password of an encrypted PEM signing key
+TODAY = "TORCHYARD_TODAY"  # YYYY-MM-DD: the day lifecycles (driver branches, OS support) are judged on
 SOURCE_DATE_EPOCH = (
     "SOURCE_DATE_EPOCH"  # reproducible builds: the created label, and pushes normalized (docs/reproducible.md)
 )

@@ -13,6 +13,8 @@ from builder.core.errors import UsageError
 
 _RELEASE_RE = re.compile(r"^\d+(\.\d+){0,3}$", re.ASCII)
 _DRIVER_RE = re.compile(r"^(\d{3})(\.\d{1,3}){0,2}$", re.ASCII)
+_CUDA_FORM_RE = re.compile(r"^(\d{1,2})(?:\.(\d{1,2}))?(?:\.\d{1,3})?$", re.ASCII)
+_TORCH_BUILD_RE = re.compile(r"([0-9]+(?:\.[0-9]+){0,3})\+([A-Za-z0-9_.]+)", re.ASCII)  # 2.5.1+cu124
 _SPEC_OPS = ("==", "!=", "<=", ">=", "~=", "<", ">")
 
 
@@ -34,6 +36,25 @@ def parse_release(text: str, what: str) -> Version:
         return release(text)
     except ValueError as exc:
         raise UsageError(f"{what}: {exc}") from None
+
+
+def torch_build_parts(text: str) -> tuple[str, str] | None:
+    """(release, local part) of a torch version as torch.__version__ prints it (2.5.1+cu124, 2.5.1+cpu); None for
+    anything else (a plain release, a range, a value too long to be one)."""
+    text = text.strip()
+    found = _TORCH_BUILD_RE.fullmatch(text) if len(text) <= MAX_TEXT else None
+    return (found[1], found[2]) if found else None
+
+
+def release_of_build(text: str, what: str, command: str) -> str:
+    """A flag that takes a torch release: torch.__version__ (2.16.0+cu130) is refused with the release to give."""
+    build = torch_build_parts(text)
+    if build is not None:
+        pasted = text.strip()
+        raise UsageError(
+            f"{what}: {pasted!r} is a torch build (torch.__version__); {command} takes a release: {what} {build[0]}"
+        )
+    return text
 
 
 def minor_of(version: Version) -> tuple[int, int]:
@@ -100,6 +121,15 @@ def driver_version(text: str) -> Driver:
         raise ValueError(f"{text!r} is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)")
     parts = tuple(int(p) for p in text.split("."))
     return Driver(parts=parts, exact=len(parts) > 1, text=text)
+
+
+def cuda_form(text: str) -> tuple[int, int | None] | None:
+    """(major, minor) when `text` has the form of a CUDA version (12, 12.2, 13.0.2: a major of one or two digits,
+    where a driver's has three: 535, 550.54.15); None otherwise. Whether it names a CUDA major is the matrix's."""
+    found = _CUDA_FORM_RE.match(text.strip())
+    if found is None:
+        return None
+    return int(found[1]), int(found[2]) if found[2] is not None else None
 
 
 def parse_driver(text: str, what: str = "--driver") -> Driver:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import replace
@@ -14,11 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.errors import BuildError, EngineError, Interrupted, PushError
-from builder.core.process import check_cancelled, run_command
+from builder.core.process import Completed, check_cancelled, run_command
 from builder.engine.build_failure import explain
 from builder.engine.buildkit_log import BuildkitLog
 from builder.engine.probe import Connection, short
 from builder.engine.types import BuildRequest, ImageInfo, RegistryAuth
+
+ORPHANED = "no active sessions"  # BuildKit's words for a step whose client (and its secrets) went away
+ORPHAN_WAIT = 5.0  # seconds for BuildKit to cancel such a step before the one retry
 
 
 def build_command(request: BuildRequest, client: str = "docker", *, buildx: bool = False) -> list[str]:
@@ -52,20 +56,29 @@ class Images(Connection):
             full.insert(len(full) - 1, f"--iidfile={iidfile}")  # the image id, read back below
             if info.buildx:  # the manifest's digest too: the image's id in containerd's store
                 full.insert(len(full) - 1, f"--metadata-file={metadata}")
-            env = dict(os.environ, DOCKER_BUILDKIT="1")
-            steps = BuildkitLog()  # the failing step and its own output, however far back its header was
-
-            def read(line: str) -> None:
-                steps.feed(line)
-                on_line(line)
-
-            done = run_command(full, env=env, on_line=read)
+            steps, done = self._run_build(full, on_line)
+            if done.returncode != 0 and ORPHANED in "\n".join(done.tail):
+                # BuildKit joined a step still running for a client that is gone (a build interrupted moments
+                # ago): that step's secrets went with its session. Once it is cancelled, the same build runs.
+                on_line(f"torchyard: {ORPHANED}: a step was still running for an interrupted build; building again")
+                time.sleep(ORPHAN_WAIT)
+                steps, done = self._run_build(full, on_line)
             if done.returncode != 0:
                 gone = self.gone(f"the build of {request.target}")
                 if gone is not None:  # not the build's fault ("server did not provide an image ID")
                     raise gone
                 raise BuildError(explain(steps, done.returncode))
             return built_id(iidfile, metadata, containerd=info.containerd_store)
+
+    @staticmethod
+    def _run_build(argv: list[str], on_line: Callable[[str], None]) -> tuple[BuildkitLog, Completed]:
+        steps = BuildkitLog()  # the failing step and its own output, however far back its header was
+
+        def read(line: str) -> None:
+            steps.feed(line)
+            on_line(line)
+
+        return steps, run_command(argv, env=dict(os.environ, DOCKER_BUILDKIT="1"), on_line=read)
 
     # -- images -------------------------------------------------------------------------------------
     def inspect(self, ref: str) -> ImageInfo | None:

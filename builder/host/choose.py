@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from builder.host.probe import Host, fill_from_host
 from builder.matrix.model import Matrix
 from builder.resolve.choose import choose_result
-from builder.resolve.query import Query, RawQuery, parse_query
+from builder.resolve.query import Query, RawQuery, parse_query, torch_build
 from builder.resolve.resolver import Result
 
 
@@ -46,6 +46,7 @@ def host_query(m: Matrix, host: Host, wish: RawQuery, *, cpu_without_gpu: bool =
     """The wish completed from this machine. Without a GPU the driver can run (and no --gpu/--arch/--variant
     in the wish), `cpu_without_gpu` asks for the CPU variant: what runs here (doctor, lookup --here); build
     and render keep their documented choice for any machine (cpu_without_gpu=False)."""
+    wish = torch_build(m, wish)  # --torch 2.5.1+cu124 asks for the cu124 variant: not an open wish
     raw, notes = fill_from_host(wish, host, m)
     failing = driver_failing(host)
     if failing is not None:  # a driver that fails answers nothing: its version and GPUs are not facts to check
@@ -68,6 +69,7 @@ def cpu_query(q: Query) -> Query:
 def choose_here(m: Matrix, host: Host, wish: RawQuery) -> HostChoice:
     """The combination for this machine: lookup's first row for its GPUs and driver, else (no GPU image runs
     on them, or none can be used) the CPU image, which needs no driver."""
+    wish = torch_build(m, wish)  # --torch 2.5.1+cu124 asks for that build: no CPU image instead of it
     hq = host_query(m, host, wish)
     result = choose_result(m, hq.query)
     if result is None and hq.gpu and _open(wish):

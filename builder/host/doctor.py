@@ -3,6 +3,7 @@ problem on the way with its fix. It always answers (a CPU image where no GPU can
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field, replace
 
@@ -22,8 +23,9 @@ from builder.host.locate import (
 )
 from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
-from builder.matrix.model import Matrix
+from builder.matrix.model import Matrix, OSBase
 from builder.render.tags import image_tags
+from builder.resolve import lifecycle
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery, parse_query
@@ -117,10 +119,42 @@ def diagnose(
     else:  # after a fallback, the CPU question is the one that found nothing
         d.problems += _why_nothing(m, cpu_query(hq.query) if choice.fallback else hq.query)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
-    d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
     if engine is not None and d.recommended is not None:
         d.location = locate_recommended(m, d.recommended, host, repo, engine)
+    d.problems += lifecycle_problems(m, d)
+    d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
     return d
+
+
+def lifecycle_problems(m: Matrix, d: Diagnosis) -> list[Problem]:
+    """The machine's driver branch past its end (with the branch to move to), and the OS of the image to run past
+    its regular support (the located image's, else the recommended one's)."""
+    day = lifecycle.today()
+    found = []
+    branch = lifecycle.branch_of(m, _branch(d.host.driver)) if d.host.driver else None
+    note = lifecycle.branch_note(branch, day) if branch else None
+    if note:
+        target = lifecycle.move_to(m, (g.arch for g in d.host.all_gpus if g.arch), day)
+        fix = lifecycle.move_line(target) if target else "install a driver branch NVIDIA still supports"
+        found.append(Problem("driver-lifecycle", note, fix))
+    base = _image_os(m, d)
+    os_note = lifecycle.os_note(base, day) if base else None
+    if os_note:
+        found.append(Problem("os-lifecycle", os_note, "an image on an OS inside its regular support: the chooser "
+                             "prefers one unless --os asks (torchyard lookup --here lists them)"))  # fmt: skip
+    return found
+
+
+def _branch(driver: str) -> int:
+    head = driver.split(".", 1)[0]
+    return int(head) if head.isdigit() else -1
+
+
+def _image_os(m: Matrix, d: Diagnosis) -> OSBase | None:
+    holds = d.location.holds if d.location is not None and d.location.holds else None
+    combo = holds or (d.recommended.result.combo.id if d.recommended else None)
+    found = re.search(r"-py\d+\.\d+-([a-z0-9.]+?)(?:-arm64)?$", combo or "")
+    return next((o for o in m.os if found and o.name == found[1]), None)
 
 
 def locate_recommended(m: Matrix, r: Recommendation, host: Host, repo: str, engine: Shelf) -> Location:

@@ -74,7 +74,18 @@ def driver_branch(e: Entry) -> DriverBranch:
         reports_cuda=(reports.major, reports.minor),
         note=e.get("note", r.text, ""),
         sources=e.get("source", r.sources),
+        kind=e.get("kind", enum_of(BranchKind), None),
+        ends=e.get("ends", r.year_month, None),
+        ended_by=e.get("ended_by", r.year_month, None),
     )
+
+
+class BranchKind(StrEnum):
+    """NVIDIA's driver branch designations (data center drivers' lifecycle)."""
+
+    LONG_TERM = "long-term"
+    PRODUCTION = "production"
+    FEATURE = "feature"
 
 
 def cuda_release(e: Entry) -> CudaRelease:
@@ -266,6 +277,8 @@ def os_base(e: Entry) -> OSBase:
         python_images=e.get("python_images", python_list, ()),
         python_image=e.get("python_image", r.text, ""),
         sources=e.get("source", r.sources),
+        regular_end=e.get("regular_end", r.year_month, None),
+        lts_end=e.get("lts_end", r.year_month, None),
     )
 
 
@@ -286,7 +299,7 @@ def cuda_image(e: Entry) -> CudaImage:
 # Keys each array-of-tables entry may carry (besides `source`), and the key that names it.
 KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "cuda_major": (("major", "mvc_min_driver"), "major"),
-    "driver_branch": (("branch", "reports_cuda", "note"), "branch"),
+    "driver_branch": (("branch", "reports_cuda", "note", "kind", "ends", "ended_by"), "branch"),
     "cuda": (("version", "min_driver", "note"), "version"),
     "arch": (
         (
@@ -311,11 +324,25 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     "torchaudio": (("version", "requires_torch", "python"), "version"),
     "torch": (_TORCH_KEYS, "version"),
     "os": (
-        ("name", "image", "family", "system_python", "glibc", "python_images", "python_image"),
+        (
+            "name",
+            "image",
+            "family",
+            "system_python",
+            "glibc",
+            "python_images",
+            "python_image",
+            "regular_end",
+            "lts_end",
+        ),
         "name",
     ),
     "cuda_image": (("cuda", "os", "cudnn_tag", "cudnn_os", "cudnn", "fc_branches", "fc_brands"), "cuda"),
     "gpu_product": (("name", "driver_min", "host", "aliases", "note"), "name"),
-    "onnxruntime": (("package", "version", "cuda_major", "cudnn_major", "python", "platforms", "note"), "version"),
+    "onnxruntime": (
+        ("package", "version", "cuda_major", "cudnn_major", "python", "platforms", "note", "amd64", "arm64"),
+        "version",
+    ),
+    "nvidia_wheel": (("package", "versions", "platform_tags", "via", "note"), "package"),
     "onnx_tool": (("name", "version", "python", "torch", "platforms"), "name"),
 }

@@ -15,6 +15,7 @@ from builder.core.resources import default_matrix_path
 from builder.matrix import entries as en
 from builder.matrix import onnx_entries as oe
 from builder.matrix import reader as r
+from builder.matrix import wheel_facts as wf
 from builder.matrix.model import (
     Confidence,
     Matrix,
@@ -45,6 +46,7 @@ _TOP = (
     "publish",
     "onnxruntime",
     "onnx_tool",
+    "nvidia_wheel",
 )
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
 
@@ -118,6 +120,7 @@ def _build(ctx: Context, doc: dict[str, Any]) -> Matrix:
         publish=parse_publish(ctx, doc.get("publish", [])),
         onnxruntime=array("onnxruntime", oe.onnxruntime, lambda e: e.id),
         onnx_tools=array("onnx_tool", oe.onnx_tool, lambda e: e.name),
+        nvidia_wheels=array("nvidia_wheel", wf.nvidia_wheel, wf.ident),
     )
 
 

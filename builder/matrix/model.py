@@ -55,12 +55,17 @@ class CudaMajor:
 
 @dataclass(frozen=True, kw_only=True)
 class DriverBranch:
-    """A driver branch and the CUDA version it reports."""
+    """A driver branch, the CUDA version it reports, and its lifecycle where NVIDIA states it: its kind
+    (long-term, production, feature) and the month its support ends (`ends`), or the month by which NVIDIA's list
+    of supported branches no longer names it (`ended_by`)."""
 
     branch: int
     reports_cuda: tuple[int, int]
     note: str
     sources: tuple[str, ...]
+    kind: str | None = None  # long-term | production | feature; None: not recorded
+    ends: tuple[int, int] | None = None  # (year, month): supported through that month
+    ended_by: tuple[int, int] | None = None  # (year, month): no longer among the supported branches then
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -240,6 +245,8 @@ class OSBase:
     python_images: tuple[str, ...]  # Python versions with an official python:X-slim-<codename> image
     python_image: str  # pattern with {python}
     sources: tuple[str, ...]
+    regular_end: tuple[int, int] | None = None  # (year, month): regular security support through that month
+    lts_end: tuple[int, int] | None = None  # (year, month): long-term support (Debian LTS, Ubuntu Pro) through it
 
     def pythons(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.system_python, *self.python_images)))
@@ -272,10 +279,45 @@ class OnnxRuntime:
     platforms: tuple[Platform, ...]  # the Linux platforms it has wheels for
     note: str
     sources: tuple[str, ...]
+    code: tuple[WheelCode, ...] = ()  # its CUDA provider's GPU code per platform; a platform left out: not recorded
 
     @property
     def id(self) -> str:
         return f"{self.package}=={self.version}"
+
+    def code_on(self, platform: Platform) -> WheelCode | None:
+        return next((c for c in self.code if c.platform is platform), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WheelCode:
+    """The GPU code one platform's wheels of a release carry, read from the wheel (builder/upstream/wheel_code.py):
+    the SASS and PTX architectures of the library's fat binary, and which wheel was read."""
+
+    platform: Platform
+    sass: tuple[Arch, ...]
+    ptx: tuple[Arch, ...]
+    wheel: str  # the file read
+    sha256: str
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NvidiaWheel:
+    """Releases of an NVIDIA library wheel torch's pins install (nvidia-cudnn-cu13, nvidia-nccl-cu13, the
+    cuda-toolkit meta-package's components) and the Linux platform tags of their wheels: a glibc floor each, as
+    torch's own tag sets one (the rule glibc-os)."""
+
+    package: str
+    versions: tuple[Version, ...]  # exactly the releases read
+    platform_tags: tuple[str, ...]  # one per platform (manylinux_2_27_x86_64, manylinux_2_27_aarch64)
+    via: str  # cuda-toolkit: the component wheel whose tag is the highest of those torch's extras install
+    note: str
+    sources: tuple[str, ...]
+
+    def tag_for(self, machine: str) -> str | None:
+        """The tag of this machine's (x86_64, aarch64) wheels; None: not recorded."""
+        return next((t for t in self.platform_tags if t.endswith(f"_{machine}")), None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,3 +353,4 @@ class Matrix:
     publish: tuple[PublishEntry, ...] = ()
     onnxruntime: tuple[OnnxRuntime, ...] = ()
     onnx_tools: tuple[OnnxTool, ...] = ()
+    nvidia_wheels: tuple[NvidiaWheel, ...] = ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
@@ -85,6 +86,14 @@ def minor_version(value: Any) -> Version:
     if len(parsed.release) != 2:
         raise ValueError(f"expected MAJOR.MINOR like 12.4, found {value!r}")
     return parsed
+
+
+def year_month(value: Any) -> tuple[int, int]:
+    """A month, as lifecycles are announced: "2028-06" -> (2028, 6)."""
+    found = re.fullmatch(r"(\d{4})-(\d{2})", text(value))
+    if found is None or not 1 <= int(found[2]) <= 12:
+        raise ValueError(f"expected a month YYYY-MM like 2028-06, found {value!r}")
+    return int(found[1]), int(found[2])
 
 
 def driver(value: Any) -> Driver:

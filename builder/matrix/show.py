@@ -6,7 +6,8 @@ from typing import Any
 
 from builder.core.errors import UsageError
 from builder.core.kinds import did_you_mean
-from builder.core.versions import driver_version, meets_floors, minor_of, minor_str
+from builder.core.versions import meets_floors, minor_of, minor_str
+from builder.matrix.drivers import driver_flag, unrecorded_driver
 from builder.matrix.model import CudaImage, Host, Matrix, TorchVariant
 
 KINDS = ("torch", "cuda", "arch", "cudnn", "os", "driver")
@@ -203,10 +204,8 @@ def _os(m: Matrix, name: str) -> dict[str, Any]:
 def _driver(m: Matrix, name: str) -> dict[str, Any]:
     """What a driver (550.54.15, or a branch: 550) runs: the CUDA it reports, the CUDA majors it runs through
     minor-version compatibility, and the GPU architectures it supports."""
-    try:
-        drv = driver_version(name)
-    except ValueError as exc:
-        raise UsageError(f"matrix show driver: {exc}") from None
+    drv = driver_flag(m, name, "matrix show driver")
+    beyond = unrecorded_driver(m, drv)  # a branch newer than every recorded one: which GPUs it supports is unknown
     branch = next((b for b in m.driver_branches if b.branch == drv.branch), None)
     majors = [c.major for c in m.cuda_majors if c.mvc_min_driver is not None and drv.at_least(c.mvc_min_driver)]
     tegra = {p.name.lower() for p in m.gpu_products if p.host is Host.TEGRA}
@@ -219,7 +218,7 @@ def _driver(m: Matrix, name: str) -> dict[str, Any]:
         late = info.driver_last_branch is not None and drv.branch > info.driver_last_branch
         if names and all(n in tegra for n in names):
             jetson.append(info.name)  # Jetson runs L4T's own driver, never this one
-        elif not info.driver_min and not late:
+        elif (not info.driver_min or beyond) and not late:
             unrecorded.append(info.name)  # no first driver recorded: neither supported nor refused
         else:
             (supported if meets_floors(drv, info.driver_min) and not late else not_supported).append(info.name)
@@ -233,7 +232,7 @@ def _driver(m: Matrix, name: str) -> dict[str, Any]:
         "archs_not_supported": not_supported,
         "archs_jetson_l4t": jetson,
         "archs_not_recorded": unrecorded,
-        "note": (branch.note or None) if branch else f"branch {drv.branch} is not in the matrix",
+        "note": (branch.note or None) if branch else beyond or f"branch {drv.branch} is not in the matrix",
         "sources": list(branch.sources) if branch else [],
     }
 

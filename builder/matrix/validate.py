@@ -16,6 +16,7 @@ from builder.matrix.model import ArchInfo, CudnnRange, Matrix, TorchRelease, Tor
 from builder.matrix.publish_check import check_platforms
 from builder.matrix.publish_set import check_publish
 from builder.matrix.reader import Context
+from builder.matrix.wheel_facts import check_wheel_facts
 
 CUDNN_TAGS = ("cudnn8", "cudnn9", "cudnn")
 
@@ -54,6 +55,7 @@ def validate(m: Matrix, ctx: Context) -> None:
         ctx, m.publish, [o.name for o in m.os], {v.name for t in m.torch for v in t.variants}, {a.name for a in m.archs}
     )
     check_platforms(ctx, m)
+    check_wheel_facts(ctx, m)
 
 
 def _check_present(m: Matrix, ctx: Context) -> None:

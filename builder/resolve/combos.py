@@ -9,6 +9,8 @@ from builder.core.archs import Arch
 from builder.core.kinds import Platform
 from builder.core.versions import minor_str
 from builder.matrix.model import Build, Matrix, OSBase, TorchRelease, TorchVariant, Wheels
+from builder.resolve import lifecycle
+from builder.resolve.lifecycle import OsPhase
 from builder.resolve.query import Query
 from builder.smoke.manifest import STACK_KEYS
 
@@ -88,8 +90,10 @@ def selected(q: Query, release: TorchRelease, variant: TorchVariant) -> bool:
 
 def enumerate_combinations(m: Matrix, q: Query) -> Iterator[Combination]:
     """Every combination the filters admit, in matrix order, for the query's platform. Python candidates are
-    what the OS offers; with --python, also the torch wheel tags, so a missing interpreter shows up as a reason."""
-    oses = [o for o in m.os if q.os is None or o.name == q.os]
+    what the OS offers; with --python, also the torch wheel tags, so a missing interpreter shows up as a reason.
+    An OS past the end of its long-term support is left out unless --os names it (builder/resolve/lifecycle.py)."""
+    day = lifecycle.today()  # an OS past its long-term support only when asked for by name
+    oses = [o for o in m.os if o.name == q.os or (q.os is None and lifecycle.os_phase(o, day) is not OsPhase.ENDED)]
     for release in m.torch:
         wheels = release.on(q.platform)
         tags = wheels.python if wheels else release.python

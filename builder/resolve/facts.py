@@ -10,6 +10,7 @@ from packaging.version import Version
 
 from builder.core.archs import Arch
 from builder.core.versions import Driver, minor_of
+from builder.matrix.drivers import unrecorded_driver
 from builder.matrix.model import ArchInfo, Companion, CudaImage, CudnnRange, Matrix
 
 _MANYLINUX = re.compile(r"^manylinux_(\d+)_(\d+)_", re.ASCII)
@@ -47,6 +48,10 @@ class Facts:
     def reported_cuda(self, driver: Driver) -> tuple[int, int] | None:
         branch = next((b for b in self.matrix.driver_branches if b.branch == driver.branch), None)
         return branch.reports_cuda if branch else None
+
+    def unrecorded_driver(self, driver: Driver) -> str | None:
+        """Why the driver rules cannot check this driver (a branch newer than every recorded one); None: they can."""
+        return unrecorded_driver(self.matrix, driver)
 
     @cached_property
     def archs(self) -> dict[Arch, ArchInfo]:

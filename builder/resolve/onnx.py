@@ -4,7 +4,9 @@ onnxruntime-gpu is built for one CUDA major and one cuDNN major (the nvidia-* wh
 name). The image does not install those extras: ORT loads the CUDA and cuDNN libraries torch's wheels brought
 (ORT's CUDA EP page: it reuses what PyTorch loaded when the majors match). So its majors must be torch's; one
 built for another CUDA major would need a second CUDA major in the venv (or fail to load), and is refused.
-A CPU torch takes the CPU package `onnxruntime`. The render and the rule `onnxruntime` both ask `choose`.
+A CPU torch takes the CPU package `onnxruntime`. The render and the rule `onnxruntime` both ask `choose`; the rule
+`onnxruntime-arch` checks that the release it takes has code for the GPUs asked (the image's tag names the
+combination, not a GPU, so the choice does not depend on the GPU).
 """
 
 from __future__ import annotations
@@ -100,5 +102,14 @@ def packages(m: Matrix, c: Combination, found: OrtChoice | None = None) -> tuple
     """The inference image's pins in install order: torch.onnx's exporter packages, then the ONNX Runtime
     `choose` takes (left out when none fits). What render installs and lookup's pip line names."""
     found = found or choose(m, c)
-    ort = (found.release.id,) if found.release is not None else ()
+    ort = (*provider_libraries(c), found.release.id) if found.release is not None else ()
     return (*(f"{t.name}=={t.version}" for t in tools(m, c)), *ort)
+
+
+def provider_libraries(c: Combination) -> tuple[str, ...]:
+    """What ONNX Runtime's CUDA provider links that torch's CUDA 13 pin may leave out: libcurand (torch 2.15's
+    cuda-toolkit pin has no curand component; the provider fails to load without it). Taken from the same
+    cuda-toolkit release torch pins, so the image's constraints hold; a no-op where torch's pin has it already."""
+    pin = c.variant.cuda_runtime or ""
+    name, _, version = pin.partition("==")
+    return (f"cuda-toolkit[curand]=={version}",) if name == "cuda-toolkit" and version else ()

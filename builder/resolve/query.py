@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -11,7 +11,8 @@ from packaging.version import Version
 from builder.core.archs import Arch, parse_arch
 from builder.core.errors import UsageError
 from builder.core.kinds import Platform, did_you_mean, parse_platform
-from builder.core.versions import Driver, parse_driver, parse_release, parse_spec
+from builder.core.versions import Driver, parse_release, parse_spec, torch_build_parts
+from builder.matrix.drivers import driver_flag
 from builder.matrix.model import Host, Matrix
 from builder.resolve.gpus import Gpu, find_gpu
 
@@ -56,13 +57,14 @@ class RawQuery:
 
 
 def parse_query(m: Matrix, raw: RawQuery) -> Query:
+    raw = torch_build(m, raw)
     named = tuple(find_gpu(m, g) for g in raw.gpus)  # one per --gpu, as _check_agree pairs them with the texts
     gpus = tuple(dict.fromkeys(named))
     archs = tuple(dict.fromkeys(known_arch(m, a) for a in raw.archs))
     _check_agree(raw, named, archs)
     platform, given = _platform(raw.platform, gpus)
     return Query(
-        driver=parse_driver(raw.driver) if raw.driver is not None else None,
+        driver=driver_flag(m, raw.driver) if raw.driver is not None else None,
         archs=archs or tuple(dict.fromkeys(g.arch for g in gpus)),
         gpus=gpus,
         torch=parse_spec(raw.torch, "--torch") if raw.torch is not None else None,
@@ -76,6 +78,22 @@ def parse_query(m: Matrix, raw: RawQuery) -> Query:
         inference=raw.inference or raw.onnxruntime is not None,
         onnxruntime=parse_release(raw.onnxruntime, "--onnxruntime") if raw.onnxruntime is not None else None,
     )
+
+
+def torch_build(m: Matrix, raw: RawQuery) -> RawQuery:
+    """--torch as torch.__version__ prints it (2.5.1+cu124, 2.5.1+cpu) is --torch 2.5.1 --variant cu124; a --variant
+    that names another build is refused, naming both."""
+    if raw.torch is None or (build := torch_build_parts(raw.torch)) is None:
+        return raw
+    text, (release, local) = raw.torch.strip(), build
+    local = _known_variant(m, local, f"--torch {text!r}")
+    if raw.variant is not None and raw.variant != local:
+        other = _known_variant(m, raw.variant)
+        raise UsageError(
+            f"--torch {text!r} is the {local} build, --variant {other!r} another: give one of them "
+            f"(--torch {release} --variant {local}, or --torch {release} --variant {other})"
+        )
+    return replace(raw, torch=release, variant=local)
 
 
 def _check_agree(raw: RawQuery, gpus: tuple[Gpu, ...], archs: tuple[Arch, ...]) -> None:
@@ -130,11 +148,11 @@ def _known_os(m: Matrix, name: str) -> str:
     return name
 
 
-def _known_variant(m: Matrix, name: str) -> str:
+def _known_variant(m: Matrix, name: str, flag: str = "--variant") -> str:
     names = sorted({v.name for t in m.torch for v in t.variants})
     if name not in names:
         raise UsageError(
-            f"--variant: {name!r} is not a wheel variant in the matrix{did_you_mean(name, names)}"
+            f"{flag}: {name!r} is not a wheel variant in the matrix{did_you_mean(name, names)}"
             f" (known: {', '.join(names)})"
         )
     return name

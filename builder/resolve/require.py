@@ -41,6 +41,9 @@ def rule_container_start(f: Facts, driver: Driver | None, gpus: tuple[Gpu, ...],
             f"a driver that meets NVIDIA_REQUIRE_CUDA {require.split()[0]}",
         )  # fmt: skip
     reported = f.reported_cuda(driver)
+    unrecorded = f.unrecorded_driver(driver)
+    if unrecorded is not None:
+        return not_checked("container-start", unrecorded, SOURCES, Missing.FACT)
     if reported is None:
         return Check("container-start", False, f"driver branch {driver.branch} is not in the matrix", SOURCES)
     known = frozenset().union(*(brands(g) for g in gpus)) if gpus else frozenset()

@@ -6,7 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from builder.core.archs import Arch
-from builder.matrix.model import Matrix
+from builder.matrix.model import Matrix, OSBase
+from builder.resolve import lifecycle
 from builder.resolve.combos import Combination, enumerate_combinations, selected
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -74,7 +75,9 @@ class _VariantVerdict:
 def _variant_verdict(f: Facts, q: Query, combo: Combination) -> _VariantVerdict:
     checks = tuple(rule(f, q, combo) for rule in VARIANT_RULES)
     cuda, sass = combo.variant.cuda, combo.sass
-    mode = driver_mode(f, q, cuda)[0] if q.driver is not None and cuda is not None else None
+    mode: DriverMode | None = None
+    if q.driver is not None and cuda is not None and f.unrecorded_driver(q.driver) is None:
+        mode = driver_mode(f, q, cuda)[0]  # a driver newer than every recorded branch: no mode is known
     support, code = (None, None)
     if q.archs and sass is not None and cuda is not None:
         support, code = worst_support(q.archs, sass, combo.ptx)
@@ -84,7 +87,8 @@ def _variant_verdict(f: Facts, q: Query, combo: Combination) -> _VariantVerdict:
 @dataclass
 class _Cache:
     """Verdicts shared between combinations: variant rules per wheel variant, the others per
-    (torch release, Python, OS), since neither depends on the rest of the combination."""
+    (wheel variant, Python, OS, platform), since neither depends on the rest of the combination (glibc-os reads the
+    variant's NVIDIA wheels)."""
 
     variants: dict[int, _VariantVerdict]
     combos: dict[tuple[int, str, str, str], tuple[Check, ...]]
@@ -101,7 +105,7 @@ def _verdict(f: Facts, q: Query, combo: Combination, cache: _Cache) -> _VariantV
 def evaluate(f: Facts, q: Query, combo: Combination, cache: _Cache | None = None) -> Result:
     cache = cache or _Cache({}, {})
     verdict = _verdict(f, q, combo, cache)
-    key = (id(combo.torch), combo.python, combo.os.name, combo.platform.value)
+    key = (id(combo.variant), combo.python, combo.os.name, combo.platform.value)  # glibc-os reads the variant
     rest = cache.combos.get(key)
     if rest is None:
         rest = cache.combos[key] = tuple(rule(f, q, combo) for rule in COMBO_RULES)
@@ -121,7 +125,8 @@ def _py(version: str) -> tuple[int, ...]:
 def rank_key(m: Matrix, q: Query, r: Result) -> tuple[object, ...]:
     """A combination every rule could check before one with facts not recorded; then newest torch; the newest
     CUDA the driver runs at full level (PyPI's default when no driver
-    is given); native code over compatible over PTX; the OS's own Python; matrix order of OS bases."""
+    is given); native code over compatible over PTX; an OS inside its regular support over one past it; the OS's
+    own Python; matrix order of OS bases."""
     c = r.combo
     cuda = c.variant.cuda.release if c.variant.cuda is not None else (-1,)
     default_first = 0 if q.driver is None and c.is_pypi_default else 1
@@ -135,10 +140,16 @@ def rank_key(m: Matrix, q: Query, r: Result) -> tuple[object, ...]:
         default_first,
         tuple(-p for p in cuda),
         _ARCH_RANK[r.arch_support],
+        _phase(c.os),
         system_python,
         os_index,
         neg_py,
     )
+
+
+def _phase(o: OSBase) -> int:
+    """The OS's lifecycle phase on the day (regular support first), as rank_key's term."""
+    return int(lifecycle.os_phase(o, lifecycle.today()))
 
 
 def lookup(m: Matrix, q: Query) -> Lookup:

@@ -57,13 +57,21 @@ def verdict(checks: Iterable[Check], *, here: bool = False) -> Verdict:
     conditional = all(c.missing is Missing.INPUT and c.condition for c in open_) and not here
     if conditional:
         return Verdict(Answer.RUNS_WITH, (), tuple(dict.fromkeys(c.condition or "" for c in open_)), ())
-    return Verdict(Answer.CANNOT_TELL, (), (), tuple(dict.fromkeys(_to_tell(c) for c in open_)))
+    return Verdict(Answer.CANNOT_TELL, (), (), _to_tell(open_))
 
 
-def _to_tell(c: Check) -> str:
+def _to_tell(open_: list[Check]) -> tuple[str, ...]:
+    """One line per thing to give or record, naming every rule that lacks it (driver-gpu, driver-cuda: ...)."""
+    rules: dict[str, list[str]] = {}
+    for c in open_:
+        rules.setdefault(_what_to_tell(c), []).append(c.rule)
+    return tuple(f"{', '.join(dict.fromkeys(names))}: {what}" for what, names in rules.items())
+
+
+def _what_to_tell(c: Check) -> str:
     if c.missing is Missing.FACT:
-        return f"{c.rule}: {c.reason} (record it in matrix.toml, with its source)"
-    return f"{c.rule}: {c.reason}" + (f" (needs {c.condition})" if c.condition else "")
+        return f"{c.reason} (record it in matrix.toml, with its source)"
+    return c.reason + (f" (needs {c.condition})" if c.condition else "")
 
 
 def status_words(c: Check) -> str:

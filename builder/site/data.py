@@ -26,6 +26,7 @@ from builder.host.locate import expected_size
 from builder.matrix.model import Build, Matrix
 from builder.publish.items import Item, expand
 from builder.render.tags import image_tags
+from builder.resolve import lifecycle
 from builder.resolve.choose import choose_result
 from builder.resolve.combos import Combination, selected
 from builder.resolve.facts import Facts
@@ -55,6 +56,7 @@ def page_data(m: Matrix, repo: str) -> dict[str, Any]:
         "repo": repo,
         "drivers": drivers,
         "branches": {str(b.branch): minor_str_tuple(b.reports_cuda) for b in m.driver_branches},
+        "lifecycle": lifecycle_notes(m),
         "gpus": gpus,
         "platforms": platforms,
         "pythons": sorted({c.python for c in combos}, key=lambda p: tuple(int(x) for x in p.split("."))),
@@ -66,6 +68,17 @@ def page_data(m: Matrix, repo: str) -> dict[str, Any]:
         "choices": picks.choices,
         "grid": grid(m),
     }
+
+
+def lifecycle_notes(m: Matrix) -> dict[str, Any]:
+    """On the day the page is written: each driver branch past its end (with the long-term branch to move to,
+    for any GPU), each OS past its regular support; what doctor and lookup say (builder/resolve/lifecycle.py)."""
+    day = lifecycle.today()
+    target = lifecycle.move_to(m, (), day)
+    move = f"; {lifecycle.move_line(target)}" if target else ""
+    branches = {str(b.branch): f"{note}{move}" for b in m.driver_branches if (note := lifecycle.branch_note(b, day))}
+    oses = {o.name: note for o in m.os if (note := lifecycle.os_note(o, day))}
+    return {"day": day.isoformat(), "branches": branches, "os": oses}
 
 
 def minor_str_tuple(reports: tuple[int, int]) -> str:

@@ -102,6 +102,17 @@ def read_member(http: Http, url: str, name: re.Pattern[str]) -> str:
         raise WheelError(f"{url}: the server ignores HTTP range requests (the whole wheel would be read)") from None
 
 
+def member_checksum(http: Http, url: str, name: re.Pattern[str]) -> tuple[int, int]:
+    """(CRC-32, size) of the one member whose path matches `name`, from the central directory alone: two wheels
+    carry the same library when both agree (the GPU code read from one wheel of a release holds for the rest)."""
+    remote = _Remote(http, url)
+    try:
+        entry = _find_entry(remote, remote.tail(TAIL), name)
+    except TooLarge:
+        raise WheelError(f"{url}: the server ignores HTTP range requests (the whole wheel would be read)") from None
+    return entry.crc, entry.size
+
+
 def _find_entry(remote: _Remote, tail: bytes, name: re.Pattern[str]) -> _Entry:
     tail_start = remote.total - len(tail)
     cd_offset, cd_size = _directory(remote, tail, tail_start)

@@ -3,7 +3,7 @@
 # torch 2.0.1+cu118, torchvision 0.15.2, torchaudio 2.0.2
 # CUDA 11.8, cuDNN 8.7.0.84, NCCL none
 # strategy: cuda-base, architectures: 3.7;5.0;6.0;7.0;7.5;8.0;8.6;9.0
-# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel -f Dockerfile .
+# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
 
 # ---- os-files: the runtime system packages, installed, as a tree of what the install wrote -----------
 FROM nvidia/cuda:11.8.0-base-ubuntu22.04 AS os-files
@@ -104,7 +104,7 @@ RUN --mount=type=cache,id=uv-ubuntu22.04,target=/root/.cache/uv,sharing=locked \
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
 FROM os AS manifests
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json manifest-devel.json /opt/torchyard/manifests/
+COPY manifest-runtime.json manifest-devel.json manifest-inference.json /opt/torchyard/manifests/
 RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
     python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
@@ -287,6 +287,55 @@ LABEL io.torchyard.arch-list="sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
       org.opencontainers.image.description="PyTorch 2.0.1+cu118 on ubuntu22.04, Python 3.10" \
       org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
       org.opencontainers.image.title="torchyard 2.0.1+cu118 devel" \
+      org.opencontainers.image.vendor="torchyard" \
+      org.opencontainers.image.version="2.0.1+cu118"
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["python"]
+
+# ---- inference: runtime + torch.onnx's exporter packages + ONNX Runtime, one layer on the shared venv ------
+# No nvidia-* extras: ONNX Runtime loads the CUDA and cuDNN of torch's wheels (the same majors, rule onnxruntime).
+FROM venv AS inference
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN --mount=type=cache,id=uv-ubuntu22.04,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnxruntime-gpu==1.18.1'
+COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
+COPY smoke /opt/torchyard/smoke
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
+    NVIDIA_REQUIRE_CUDA="cuda>=11.0,driver>=450.80.2 brand=tesla,driver>=470,driver<471 brand=unknown,driver>=470,driver<471 brand=nvidia,driver>=470,driver<471 brand=nvidiartx,driver>=470,driver<471 brand=geforce,driver>=470,driver<471 brand=geforcertx,driver>=470,driver<471 brand=quadro,driver>=470,driver<471 brand=quadrortx,driver>=470,driver<471 brand=titan,driver>=470,driver<471 brand=titanrtx,driver>=470,driver<471" \
+    NVIDIA_VISIBLE_DEVICES="all"
+LABEL io.torchyard.arch-list="sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90" \
+      io.torchyard.combination="torch2.0.1-cu118-py3.10-ubuntu22.04" \
+      io.torchyard.cuda="11.8" \
+      io.torchyard.cudnn="8.7.0.84" \
+      io.torchyard.extensions="none" \
+      io.torchyard.flavor="inference" \
+      io.torchyard.inference="onnxruntime-gpu==1.18.1" \
+      io.torchyard.layers="venv pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=8.7.0.84 torch=2.0.1 packages" \
+      io.torchyard.min-driver="450.80.02" \
+      io.torchyard.nccl="none" \
+      io.torchyard.os="ubuntu22.04" \
+      io.torchyard.python="3.10" \
+      io.torchyard.strategy="cuda-base" \
+      io.torchyard.torch="2.0.1+cu118" \
+      io.torchyard.torchaudio="2.0.2" \
+      io.torchyard.torchvision="0.15.2" \
+      io.torchyard.version="0.1.0" \
+      org.opencontainers.image.description="PyTorch 2.0.1+cu118 on ubuntu22.04, Python 3.10" \
+      org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
+      org.opencontainers.image.title="torchyard 2.0.1+cu118 inference" \
       org.opencontainers.image.vendor="torchyard" \
       org.opencontainers.image.version="2.0.1+cu118"
 ENTRYPOINT ["/usr/bin/tini", "--"]

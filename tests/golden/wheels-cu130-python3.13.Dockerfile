@@ -253,7 +253,7 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
       UV_INDEX_STRATEGY=unsafe-best-match; \
     if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
-    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.31.1'
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'cuda-toolkit[curand]==13.0.3' 'onnxruntime-gpu==1.31.1'
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -269,7 +269,7 @@ LABEL io.torchyard.arch-list="sm_75 sm_80 sm_86 sm_90 sm_100 sm_120" \
       io.torchyard.cudnn="9.24.0.43" \
       io.torchyard.extensions="none" \
       io.torchyard.flavor="inference" \
-      io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1" \
+      io.torchyard.inference="onnx==1.23.2 onnxscript==0.7.2 cuda-toolkit[curand]==13.0.3 onnxruntime-gpu==1.31.1" \
       io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
       io.torchyard.min-driver="580.65.06" \
       io.torchyard.nccl="2.30.7" \

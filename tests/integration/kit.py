@@ -17,8 +17,8 @@ AUTH_USER = "torchyard"
 # The e2e combination: the README's main job (`torchyard build --arch sm_89` on a machine without a GPU chooses it;
 # tests/unit/test_readme_job.py holds the two together), so the tour test reuses its build cache.
 E2E_TORCH = "2.15.0"
-E2E_FLAGS = ("--torch", E2E_TORCH, "--os", "debian12", "--python", "3.11")
-E2E_ID = "torch2.15.0-cu132-py3.11-debian12"
+E2E_FLAGS = ("--torch", E2E_TORCH, "--os", "debian13", "--python", "3.13")
+E2E_ID = "torch2.15.0-cu132-py3.13-debian13"
 
 
 @dataclass(frozen=True)

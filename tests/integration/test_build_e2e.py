@@ -77,7 +77,7 @@ def test_the_image_holds_the_declared_versions(e2e: E2E, flavor: str) -> None:
     assert facts["cuda"] == expected["cuda"]
     assert facts["cudnn"] == expected["cudnn"]
     assert facts["nccl"] == expected["nccl"]
-    assert facts["python"].startswith("3.11.") and facts["os"] == "debian12"
+    assert facts["python"].startswith("3.13.") and facts["os"] == "debian13"
     assert facts["archs"] == expected["archs"]  # the matrix's compiled list is what torch reports
     assert facts["cuda_available"] is False  # no GPU here: the GPU part is the smoke suite's --gpus run
 
@@ -93,15 +93,15 @@ def test_cuda_libraries_load_without_a_gpu(e2e: E2E) -> None:
         "print(json.dumps({n: p for n, p in found.items()}))\n"
     )
     found = json.loads(_inside(e2e.ref("runtime"), code))
-    assert all("/opt/venv/lib/python3.11/site-packages/nvidia/" in p for p in found.values()), found
+    assert all("/opt/venv/lib/python3.13/site-packages/nvidia/" in p for p in found.values()), found
 
 
 def test_the_extension_imports_in_runtime_and_carries_sm89_code(e2e: E2E) -> None:
     listed = _inside(
         e2e.ref("runtime"), "import addone, os; print(sorted(os.listdir(os.path.dirname(addone.__file__))))"
     )
-    assert "_C.cpython-311-x86_64-linux-gnu.so" in listed
-    so = "/opt/venv/lib/python3.11/site-packages/addone/_C.cpython-311-x86_64-linux-gnu.so"
+    assert "_C.cpython-313-x86_64-linux-gnu.so" in listed
+    so = "/opt/venv/lib/python3.13/site-packages/addone/_C.cpython-313-x86_64-linux-gnu.so"
     done = docker_cli("run", "--rm", "--network", "none", e2e.ref("devel"), "cuobjdump", "--list-elf", so)
     assert done.returncode == 0, done.stderr
     assert "sm_89.cubin" in done.stdout

@@ -64,7 +64,7 @@ def test_onnx_cpu_fails_in_the_image_when_onnx_runtimes_output_is_perturbed(e2e:
 LINKS = """
 import glob, json, os, subprocess, onnxruntime
 capi = os.path.join(os.path.dirname(onnxruntime.__file__), 'capi')
-nvidia = '/opt/venv/lib/python3.11/site-packages/nvidia'
+nvidia = '/opt/venv/lib/python3.13/site-packages/nvidia'
 env = dict(os.environ, LD_LIBRARY_PATH=':'.join(sorted(glob.glob(nvidia + '/**/lib', recursive=True)) + [capi]))
 ldd = subprocess.run(['ldd', os.path.join(capi, 'libonnxruntime_providers_cuda.so')], env=env,
                      capture_output=True, text=True, check=True).stdout

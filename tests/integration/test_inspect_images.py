@@ -18,7 +18,7 @@ def test_a_torchyard_image_is_read_from_its_labels_and_manifest(e2e: E2E) -> Non
     data = json.loads(run.out)
     assert data["read_from"] == "torchyard labels and manifest"
     assert (data["combination"], data["torch"], data["cuda"]) == (
-        "torch2.15.0-cu132-py3.11-debian12",
+        "torch2.15.0-cu132-py3.13-debian13",
         "2.15.0+cu132",
         "13.2",
     )

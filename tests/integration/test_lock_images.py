@@ -82,7 +82,7 @@ def test_in_a_small_image_a_conflicting_install_names_the_constraints(small: tup
     refused = _in_image(image.ref, "pip", "install", "--no-index", "torch==2.13.0")
     text = refused.stdout + refused.stderr
     assert refused.returncode == 1, text
-    assert "The user requested (constraint) torch==2.15.0" in text
+    assert "The user requested (constraint) torch==2.14.1" in text
     assert f"pins its verified packages in {CONSTRAINTS} (PIP_CONSTRAINT)" in text
 
 

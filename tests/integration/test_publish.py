@@ -31,7 +31,7 @@ _BASE_SET = """
 [[publish]]
 name = "pair"
 torch = "==2.15.0"
-os = ["debian12"]
+os = ["debian13"]
 flavors = ["runtime", "devel"]
 """
 
@@ -105,7 +105,7 @@ def aliases(data: dict[str, Any]) -> dict[str, str]:
     return {a["alias"]: a["status"] for a in data["aliases"]}
 
 
-PAIR = {"torch2.15.0-cu132-py3.11-debian12-runtime", "torch2.15.0-cu132-py3.11-debian12-devel"}
+PAIR = {"torch2.15.0-cu132-py3.13-debian13-runtime", "torch2.15.0-cu132-py3.13-debian13-devel"}
 
 
 @pytest.fixture(scope="module")
@@ -124,11 +124,13 @@ def test_a_set_is_built_smoke_tested_and_pushed_then_aliases_move(
     _, run, data = first
     assert run.code == 0, run.text[-3000:]
     assert statuses(data) == dict.fromkeys(PAIR, "built")
-    assert aliases(data) == {"2.15-cuda13.2-runtime": "moved", "2.15-cuda13.2-devel": "moved"}
+    # torch 2.15.0 cu132 is the newest torch and PyPI's default variant on the default OS and Python: latest-* too
+    assert aliases(data) == {"2.15-cuda13.2-runtime": "moved", "2.15-cuda13.2-devel": "moved",
+                             "latest-runtime": "moved", "latest-devel": "moved"}  # fmt: skip
     reader = Registry()
     for item in data["items"]:
         labels = reader.labels(item["ref"])
-        assert labels is not None and labels["io.torchyard.combination"] == "torch2.15.0-cu132-py3.11-debian12"
+        assert labels is not None and labels["io.torchyard.combination"] == "torch2.15.0-cu132-py3.13-debian13"
         assert item["smoke"]["failed"] == 0
     assert reader.labels(f"{repo}:2.15-cuda13.2-devel") == reader.labels(
         next(i["ref"] for i in data["items"] if i["id"].endswith("-devel"))
@@ -154,28 +156,28 @@ def test_changing_one_input_rebuilds_only_the_affected_image(
         tmp_path,
         "changed",
         _BASE_SET.replace('flavors = ["runtime", "devel"]', 'flavors = ["runtime"]')
-        + '\n[[publish]]\nname = "devel-plus"\ntorch = "==2.15.0"\nos = ["debian12"]\n'
+        + '\n[[publish]]\nname = "devel-plus"\ntorch = "==2.15.0"\nos = ["debian13"]\n'
         'flavors = ["devel"]\npip = ["six==1.16.0"]\n',
     )
     run, data = publish(changed, repo, tmp_path)
     assert run.code == 0, run.text[-2000:]
-    assert statuses(data) == dict.fromkeys(PAIR, "built") | {"torch2.15.0-cu132-py3.11-debian12-runtime": "skipped"}
+    assert statuses(data) == dict.fromkeys(PAIR, "built") | {"torch2.15.0-cu132-py3.13-debian13-runtime": "skipped"}
 
 
 def test_a_failing_smoke_suite_stops_only_its_image(
     first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
 ) -> None:
     pascal = (
-        _BASE_SET + '\n[[publish]]\nname = "pascal-too"\ntorch = "==2.15.0"\nos = ["debian12"]\n'
+        _BASE_SET + '\n[[publish]]\nname = "pascal-too"\ntorch = "==2.15.0"\nos = ["debian13"]\n'
         'flavors = ["runtime"]\narchs = ["sm_89"]\nrequire_archs = ["sm_61"]\n'
     )
     run, data = publish(_matrix(tmp_path, "pascal", pascal), repo, tmp_path)
     assert run.code == 4  # an image failed: the README's code (the rest went on)
-    failed = "torch2.15.0-cu132-py3.11-debian12-runtime-sm89"
+    failed = "torch2.15.0-cu132-py3.13-debian13-runtime-sm89"
     assert statuses(data) == dict.fromkeys(PAIR, "skipped") | {failed: "failed"}
     reason = next(i["reason"] for i in data["items"] if i["id"] == failed)
     assert "required architecture sm_61" in reason and "no code for sm_61" in reason
-    assert Registry().labels(f"{repo}:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime-sm89") is None
+    assert Registry().labels(f"{repo}:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime-sm89") is None
     assert aliases(data)["2.15-cuda13.2-runtime-sm89"] == "held"
 
 
@@ -183,7 +185,7 @@ def test_the_registry_going_away_mid_run_fails_cleanly_and_a_rerun_finishes(
     first: tuple[Path, Run, dict[str, Any]], registry: LocalRegistry, repo: str, tmp_path: Path
 ) -> None:
     two = (
-        _BASE_SET + '\n[[publish]]\nname = "sm89"\ntorch = "==2.15.0"\nos = ["debian12"]\nflavors = ["runtime"]\n'
+        _BASE_SET + '\n[[publish]]\nname = "sm89"\ntorch = "==2.15.0"\nos = ["debian13"]\nflavors = ["runtime"]\n'
         'archs = ["sm_89"]\n'
     )
     matrix = _matrix(tmp_path, "two", two)
@@ -208,13 +210,13 @@ def test_the_registry_going_away_mid_run_fails_cleanly_and_a_rerun_finishes(
     lines = []
     for line in proc.stdout:
         lines.append(line)
-        if re.match(r"(SKIP|OK  )\s+torch2.15.0-cu132-py3.11-debian12-devel", line):
+        if re.match(r"(SKIP|OK  )\s+torch2.15.0-cu132-py3.13-debian13-devel", line):
             registry.stop()  # the pair is done; the sm89 group still has to talk to the registry
     proc.wait(timeout=1800)
     registry.start()
     data = json.loads((tmp_path / "r1.json").read_text())
     assert proc.returncode == 4, "".join(lines)[-3000:]
-    sm89 = "torch2.15.0-cu132-py3.11-debian12-runtime-sm89"
+    sm89 = "torch2.15.0-cu132-py3.13-debian13-runtime-sm89"
     assert statuses(data)[sm89] == "failed" and "unreachable" in next(
         i["reason"] for i in data["items"] if i["id"] == sm89
     )
@@ -245,7 +247,7 @@ def test_ctrl_c_leaves_nothing_unverified_and_a_rerun_finishes(
     ]
     default_sigint()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log = tmp_path / "work" / f"sigint-{RUN_ID}__torch2.15.0-cu132-py3.11-debian12" / "publish.log"
+    log = tmp_path / "work" / f"sigint-{RUN_ID}__torch2.15.0-cu132-py3.13-debian13" / "publish.log"
     for _ in range(600):
         if log.exists() and "building" in log.read_text():
             break

@@ -56,7 +56,7 @@ def test_a_manifest_claiming_another_cudnn_fails_naming_the_mismatch(e2e: E2E, t
     assert run.code == 4, run.text  # the README's code for a failed smoke suite
     checks = _report(out)
     assert checks["version.cudnn"]["status"] == "failed"
-    assert checks["version.cudnn"]["message"] == "cudnn: the image has 92400, expected 90100"
+    assert checks["version.cudnn"]["message"] == "cudnn: the image has 92600, expected 90100"
     assert checks["version.torch"]["status"] == "passed"
 
 

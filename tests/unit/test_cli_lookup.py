@@ -62,6 +62,10 @@ def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
         "  build:  torchyard build --torch 2.5.1 --variant cu121 --python 3.11 --os debian12\n"
         "  pip:    pip install torch==2.5.1 torchvision==0.20.1 torchaudio==2.5.1"
         " --index-url https://download.pytorch.org/whl/cu121\n"
+        "  note:   driver branch R535 (long-term branch) reached its end of life in June 2026; install a driver of"
+        " branch R580 (long-term support, until June 2028)\n"
+        "  note:   debian12 is past its regular security support (ended June 2026): long-term support only, until"
+        " June 2028\n"
         "\n"
         "TORCH        CUDA  CUDNN     DRIVER      GPU CODE   PYTHON  OS\n"
         "2.5.1+cu121  12.1  9.1.0.70  full        via sm_86  3.11    debian12\n"
@@ -71,7 +75,7 @@ def test_lookup_table_ranks_full_level_cuda_first(cli: Cli) -> None:
         "3 valid torch builds (3 combinations); 0 combinations ruled out.\n"
     )
     wide = cli("lookup", *flags, "--wide")
-    assert wide.out.splitlines()[9].startswith(
+    assert wide.out.splitlines()[11].startswith(
         "ID                                TORCH        VISION  AUDIO  CUDA  CUDNN"
     )
     assert "torch2.5.1-cu124-py3.11-debian12  2.5.1+cu124  0.20.1  2.5.1  12.4  9.1.0.70  2.21.5" in wide.out
@@ -81,6 +85,11 @@ def test_lookup_table_fits_100_columns(cli: Cli) -> None:
     r = cli("lookup", "--driver", "580", "--gpu", "RTX 4090", "--limit", "0")
     table = r.out.split("\n\n")[1]
     assert max(len(line) for line in table.splitlines()) <= 100
+    # torch 2.4.1 runs on five OSes; the cell names the three that fit and counts the rest.
+    row = next(line for line in table.splitlines() if line.startswith("2.4.1+cu124 "))
+    assert row.endswith("ubuntu22.04/24.04/20.04 +2")
+    wide = cli("lookup", "--driver", "580", "--gpu", "RTX 4090", "--torch", "2.4.1", "--wide", "--limit", "0")
+    assert "2.4.1+cu124" in wide.out and "debian12" in wide.out and "debian13" in wide.out
 
 
 def test_lookup_limit_and_reasons(cli: Cli) -> None:
@@ -132,7 +141,7 @@ def test_lookup_json_contract(cli: Cli) -> None:
         "driver_mode",
         "id",
     } <= set(first)
-    assert first["id"] == "torch2.5.1-cu124-py3.11-debian12"
+    assert first["id"] == "torch2.5.1-cu124-py3.10-ubuntu22.04"
     assert {k: first[k] for k in ("torch", "torchvision", "torchaudio", "variant", "cuda", "cudnn", "nccl")} == {
         "torch": "2.5.1",
         "torchvision": "0.20.1",
@@ -142,7 +151,8 @@ def test_lookup_json_contract(cli: Cli) -> None:
         "cudnn": "9.1.0.70",
         "nccl": "2.21.5",
     }
-    assert (first["python"], first["os"]) == ("3.11", "debian12")
+    # torchvision 0.20.1 takes no Python 3.13: the OS inside its regular support with its own Python
+    assert (first["python"], first["os"]) == ("3.10", "ubuntu22.04")
     assert (first["arch_support"], first["driver_mode"]) == ("compatible", "minor-version")
     assert all(row["variant"] == "cu124" for row in rows)
 
@@ -361,7 +371,7 @@ BAD_FLAGS = [
         ["--arch", "sm_999"],
         "--arch: 'sm_999' is not a GPU architecture in the matrix (did you mean 'sm_90'?) (known: sm_35, sm_37, sm_50,"
         " sm_52, sm_53, sm_60, sm_61, sm_62, sm_70, sm_72, sm_75, sm_80, sm_86, sm_87, sm_89, sm_90, sm_100, sm_101,"
-        " sm_103, sm_110, sm_120, sm_121)",
+        " sm_103, sm_107, sm_110, sm_120, sm_121)",
     ),
     (["--arch", "ampere"], "--arch: 'ampere' is not a GPU architecture (examples: sm_89, 8.9, sm_90a)"),
     (["--driver", "abc"], "--driver: 'abc' is not an NVIDIA driver version (examples: 535, 550.54.15, 570.124.06)"),
@@ -380,9 +390,9 @@ BAD_FLAGS = [
         " instead (--arch, e.g. sm_86: `nvidia-smi --query-gpu=compute_cap --format=csv` prints it)",
     ),
     (
-        ["--os", "debian13"],
-        "--os: 'debian13' is not an OS base in the matrix (did you mean 'debian12'?)"
-        " (known: debian12, ubuntu20.04, ubuntu22.04, ubuntu24.04)",
+        ["--os", "debian14"],
+        "--os: 'debian14' is not an OS base in the matrix (did you mean 'debian13'?)"
+        " (known: debian13, debian12, ubuntu20.04, ubuntu22.04, ubuntu24.04)",
     ),
     (
         ["--variant", "cu999"],

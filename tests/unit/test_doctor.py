@@ -133,12 +133,12 @@ def test_consumer_card_on_an_old_driver_gets_the_newest_cuda_12_build_and_the_re
     d = doctor(machine(RTX4090_535, driver="535.104.05"))
     assert d.recommended is not None
     # 535 runs CUDA 12 through minor-version compatibility (>= 525.60.13); every CUDA 13 build needs >= 580.65.06.
-    assert d.recommended.result.combo.id == "torch2.14.1-cu126-py3.11-debian12"
-    assert d.recommended.image == "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    assert d.recommended.result.combo.id == "torch2.14.1-cu126-py3.13-debian13"
+    assert d.recommended.image == "torchyard:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
     assert d.recommended.gpu_flags == ("--gpus", "all")
     assert d.run is None  # not built here, no registry to pull from: no docker run line
-    here = "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
-    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.11-debian12")})
+    here = "torchyard:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
+    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.13-debian13")})
     system = machine(RTX4090_535, driver="535.104.05")
     located = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(), "torchyard",
                        engine)  # fmt: skip
@@ -243,5 +243,5 @@ def test_the_command_reads_the_machine_through_its_seams(monkeypatch: pytest.Mon
     monkeypatch.setattr("builder.engine.DockerEngine.daemon_info", lambda self: DOCKER_WITH_TOOLKIT)
     result = CliRunner().invoke(cli, ["doctor", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["recommended"]["id"] == "torch2.14.1-cu126-py3.11-debian12"
+    assert json.loads(result.output)["recommended"]["id"] == "torch2.14.1-cu126-py3.13-debian13"
     assert SMI in system.ran and LSPCI not in system.ran  # lspci only when the driver lists no GPU

@@ -64,13 +64,24 @@ def test_a_known_gpu_on_a_too_old_driver_is_told_every_rule_it_fails() -> None:
     ]  # fmt: skip
 
 
-PYTHON_37 = ("python-os", "debian12 offers Python 3.11, 3.10, 3.12, 3.13, 3.14, not 3.7", "see docs/troubleshooting.md")
+PYTHON_37 = ("python-os", "debian13 offers Python 3.13, 3.10, 3.11, 3.12, 3.14, not 3.7", "see docs/troubleshooting.md")
+R535_ENDED = ("driver-lifecycle", "driver branch R535 (long-term branch) reached its end of life in June 2026",
+              "install a driver of branch R580 (long-term support, until June 2028)")  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    "system", [machine(None), machine("0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n", driver="535")]
+    ("system", "lifecycle"),
+    [
+        (machine(None), []),
+        (machine("0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n", driver="535"), [R535_ENDED]),
+    ],
 )
-def test_a_wish_no_image_meets_is_said_once_with_or_without_a_gpu(system: FakeSystem) -> None:
+def test_a_wish_no_image_meets_is_said_once_with_or_without_a_gpu(
+    system: FakeSystem, lifecycle: list[tuple[str, str, str]]
+) -> None:
     d = diagnose(M, probe(M, system), read_runtime(system, lambda: DOCKER_WITH_TOOLKIT), RawQuery(python="3.7"), "t")
     assert d.recommended is None
-    assert [(p.check, p.message, p.fix) for p in d.problems if p.check not in ("shm", "gpu-image")] == [PYTHON_37]
+    assert [(p.check, p.message, p.fix) for p in d.problems if p.check not in ("shm", "gpu-image")] == [
+        PYTHON_37,
+        *lifecycle,
+    ]

@@ -31,7 +31,7 @@ from builder.resolve.query import RawQuery
 
 M = real()
 RUN = 'docker run --rm -it {flags}--ipc=host -v "$PWD":/workspace -w /workspace torchyard:{tag} python'
-CPU_BUILD = "torchyard build --torch 2.15.0 --variant cpu --python 3.11 --os debian12 --platform linux/amd64 --repo t"
+CPU_BUILD = "torchyard build --torch 2.15.0 --variant cpu --python 3.13 --os debian13 --platform linux/amd64 --repo t"
 CPU_PIP = (
     "pip install torch==2.15.0 torchvision==0.29.2 torchaudio==2.11.1 --index-url https://download.pytorch.org/whl/cpu"
 )
@@ -43,6 +43,10 @@ SMI_FAILED = (
 )
 NO_GPU_IMAGE = ("gpu-image", "no GPU image runs on this machine: recommending the CPU image", "fix the problems above")
 UPDATE_DRIVER = "update the driver (to >= 580.65.06) for the newest builds, or keep the choice above"
+TO_R580 = "install a driver of branch R580 (long-term support, until June 2028)"
+NOT_NAMED = (
+    "is no longer supported by NVIDIA: its list of supported data center branches of September 2026 does not name it"
+)
 
 
 def bare(system: FakeSystem, **wish: Any) -> Diagnosis:
@@ -62,7 +66,7 @@ def lines(d: Diagnosis) -> tuple[str, str, tuple[str, ...], str | None, str, str
 
 
 def cpu_lines() -> tuple[str, str, tuple[str, ...], str | None, str, str]:
-    return ("torch2.15.0-cpu-py3.11-debian12", "t:2.15.0-cpu-py3.11-debian12-runtime", (), None, CPU_BUILD,
+    return ("torch2.15.0-cpu-py3.13-debian13", "t:2.15.0-cpu-py3.13-debian13-runtime", (), None, CPU_BUILD,
             CPU_PIP)  # fmt: skip
 
 
@@ -106,11 +110,11 @@ def test_a_gpu_without_a_driver_is_a_driver_problem_and_still_gets_the_gpu_image
     ]
     assert d.unchecked == [NOT_ASKED]
     assert lines(d) == (
-        "torch2.15.0-cu132-py3.11-debian12",
-        "t:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime",
+        "torch2.15.0-cu132-py3.13-debian13",
+        "t:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime",
         ("--gpus", "all"),
         None,
-        "torchyard build --torch 2.15.0 --variant cu132 --python 3.11 --os debian12 --platform linux/amd64 --repo t",
+        "torchyard build --torch 2.15.0 --variant cu132 --python 3.13 --os debian13 --platform linux/amd64 --repo t",
         "pip install torch==2.15.0 torchvision==0.29.2 torchaudio==2.11.1",
     )
 
@@ -124,45 +128,49 @@ def test_a_dropped_gpu_lists_the_driver_the_window_and_the_cpu_fallback_in_order
          "longer supports it: use a 580.x driver",
          "install a driver branch that supports this GPU (the message names the range)"),
         NO_GPU_IMAGE,
+        ("driver-lifecycle", f"driver branch R590 (feature branch) {NOT_NAMED}", TO_R580),
     ]  # fmt: skip
     assert d.unchecked == [NOT_ASKED]
     assert lines(d) == cpu_lines()
 
 
 @pytest.mark.parametrize(
-    ("system", "driver", "chose", "tag", "pip"),
+    ("system", "driver", "chose", "tag", "pip", "ended"),
     [
         (machine(RTX4090_535, driver="535.104.05"), "535.104.05", "2.14.1+cu126",
-         "2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime",
+         "2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime",
          "pip install torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1 "
-         "--index-url https://download.pytorch.org/whl/cu126"),
+         "--index-url https://download.pytorch.org/whl/cu126",
+         "driver branch R535 (long-term branch) reached its end of life in June 2026"),
         (machine(H100X2_570, driver="570.124.06"), "570.124.06", "2.14.1+cu126",
-         "2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime",
+         "2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime",
          "pip install torch==2.14.1 torchvision==0.29.1 torchaudio==2.11.1 "
-         "--index-url https://download.pytorch.org/whl/cu126"),
+         "--index-url https://download.pytorch.org/whl/cu126",
+         f"driver branch R570 (production branch) {NOT_NAMED}"),
         (machine(RTX5090_575, driver="575.57.08"), "575.57.08", "2.11.0+cu128",
-         "2.11.0-cuda12.8-cudnn9-py3.11-debian12-runtime",
+         "2.11.0-cuda12.8-cudnn9-py3.13-debian13-runtime",
          "pip install torch==2.11.0 torchvision==0.26.0 torchaudio==2.11.0 "
-         "--index-url https://download.pytorch.org/whl/cu128"),
+         "--index-url https://download.pytorch.org/whl/cu128",
+         f"driver branch R575 {NOT_NAMED}"),
     ],
 )  # fmt: skip
 def test_an_older_driver_is_told_the_newest_build_it_cannot_run_exactly(
-    system: FakeSystem, driver: str, chose: str, tag: str, pip: str
+    system: FakeSystem, driver: str, chose: str, tag: str, pip: str, ended: str
 ) -> None:
     d = bare(system)
     message = (
         f"driver {driver} cannot run torch 2.15.0+cu132 (CUDA 13.2): driver {driver}: every CUDA 13 build needs "
         f">= 580.65.06; chose torch {chose}, the newest it runs"
     )
-    assert problems(d) == [("driver-cuda", message, UPDATE_DRIVER)]
+    assert problems(d) == [("driver-cuda", message, UPDATE_DRIVER), ("driver-lifecycle", ended, TO_R580)]
     assert d.unchecked == [NOT_ASKED]
     torch, _, variant = chose.partition("+")
     assert lines(d) == (
-        f"torch{torch}-{variant}-py3.11-debian12",
+        f"torch{torch}-{variant}-py3.13-debian13",
         f"t:{tag}",
         ("--gpus", "all"),
         None,
-        f"torchyard build --torch {torch} --variant {variant} --python 3.11 --os debian12 --platform linux/amd64 "
+        f"torchyard build --torch {torch} --variant {variant} --python 3.13 --os debian13 --platform linux/amd64 "
         "--repo t",
         pip,
     )
@@ -179,11 +187,11 @@ def test_the_run_line_takes_the_runtime_s_gpu_flags() -> None:
         },
     )
     info = {"ServerVersion": "28.3.0", "Runtimes": {"runc": {}}, "CDISpecDirs": ["/etc/cdi", "/var/run/cdi"]}
-    here = "t:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
-    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.11-debian12")})
+    here = "t:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
+    engine = RunEngine(images={here: holding(here, "torch2.14.1-cu126-py3.13-debian13")})
     d = diagnose(M, probe(M, system), read_runtime(system, lambda: info), RawQuery(), "t", engine)
     assert d.recommended is not None
-    flags, tag = "--device nvidia.com/gpu=all ", "2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    flags, tag = "--device nvidia.com/gpu=all ", "2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
     assert d.run == RUN.format(flags=flags, tag=tag).replace("torchyard:", "t:")
 
 
@@ -198,6 +206,6 @@ def test_the_build_line_quotes_every_part() -> None:
     assert d.recommended is not None
     c = d.recommended.result.combo
     assert build_command(c, "my repo/x") == (
-        "torchyard build --torch 2.15.0 --variant cpu --python 3.11 --os debian12 --platform linux/amd64 "
+        "torchyard build --torch 2.15.0 --variant cpu --python 3.13 --os debian13 --platform linux/amd64 "
         "--repo 'my repo/x'"
     )

@@ -13,7 +13,7 @@ import pytest
 from host_kit import H100X2_580, NO_DEVICES, RTX4090_520, RTX4090_535, V100_PCI, machine
 from matrix_kit import query
 from test_doctor_fixes import DRIVER_CUDA_FIX, DRIVER_GPU_FIX
-from test_doctor_mutants import NO_DRIVER, NOT_ASKED, UPDATE_DRIVER, M, bare, problems
+from test_doctor_mutants import NO_DRIVER, NOT_ASKED, NOT_NAMED, TO_R580, UPDATE_DRIVER, M, bare, problems
 
 from builder.host.doctor import _newer_out_of_reach, diagnose
 from builder.host.probe import probe
@@ -26,11 +26,25 @@ UNRECORDED_271 = (
     "the compiled architectures of torch 2.7.1+cu118 are not recorded"
 )
 TROUBLESHOOTING = "see docs/troubleshooting.md"
+R520_ENDED = ("driver-lifecycle", f"driver branch R520 {NOT_NAMED}", TO_R580)
+DEBIAN12_PAST = (
+    "os-lifecycle",
+    "debian12 is past its regular security support (ended June 2026): long-term support only, until June 2028",
+    "an image on an OS inside its regular support: the chooser prefers one unless --os asks (torchyard lookup "
+    "--here lists them)",
+)
 
 
-@pytest.mark.parametrize("wish", [{}, PINNED])
+@pytest.mark.parametrize(
+    ("wish", "chosen", "os_past"),
+    [
+        # torchvision 0.20.1 takes no Python 3.13: the OS inside its regular support with its own Python
+        ({}, "torch2.5.1-cu118-py3.10-ubuntu22.04", []),
+        (PINNED, "torch2.5.1-cu118-py3.11-debian12", [DEBIAN12_PAST]),
+    ],
+)
 def test_a_newer_build_that_cannot_be_checked_is_named_and_the_choice_is_the_newest_checked(
-    wish: dict[str, Any],
+    wish: dict[str, Any], chosen: str, os_past: list[tuple[str, str, str]]
 ) -> None:
     # 520 runs no CUDA 12 build; the cu118 wheels of torch 2.6 and 2.7 may run, but their architectures are not
     # recorded: the newest of them (2.7.1, not 2.7.0) is named, and 2.5.1 is the newest every check passed for.
@@ -40,21 +54,33 @@ def test_a_newer_build_that_cannot_be_checked_is_named_and_the_choice_is_the_new
          "build needs >= 580.65.06; chose torch 2.5.1+cu118, the newest every check passed for", UPDATE_DRIVER),
         ("not-recorded", f"torch 2.7.1+cu118 is newer and may run here, but it cannot be checked: {UNRECORDED_271}",
          "record the missing facts in matrix.toml (with their sources), or try it: torchyard inspect IMAGE --here"),
+        R520_ENDED,
+        *os_past,
     ]  # fmt: skip
     assert d.unchecked == [NOT_ASKED]
-    assert d.recommended is not None and d.recommended.result.combo.id == "torch2.5.1-cu118-py3.11-debian12"
+    assert d.recommended is not None and d.recommended.result.combo.id == chosen
 
 
-@pytest.mark.parametrize("wish", [{"torch": "2.7"}, {"torch": "2.7", **PINNED}])
-def test_a_choice_that_cannot_be_fully_checked_says_it_may_run_and_what_is_missing(wish: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("wish", "chosen", "os_past"),
+    [
+        ({"torch": "2.7"}, "torch2.7.1-cu118-py3.13-debian13", []),
+        ({"torch": "2.7", **PINNED}, "torch2.7.1-cu118-py3.11-debian12", [DEBIAN12_PAST]),
+    ],
+)
+def test_a_choice_that_cannot_be_fully_checked_says_it_may_run_and_what_is_missing(
+    wish: dict[str, Any], chosen: str, os_past: list[tuple[str, str, str]]
+) -> None:
     # The same release with an older CUDA: the driver still keeps torch 2.7's PyPI default (cu126) out of reach.
     d = bare(machine(RTX4090_520, driver="520.61.05"), **wish)
     assert problems(d) == [
         ("driver-cuda", "driver 520.61.05 cannot run torch 2.7.1+cu126 (CUDA 12.6): driver 520.61.05: every CUDA 12 "
          f"build needs >= 525.60.13; chose torch 2.7.1+cu118, the newest that may run (CANNOT TELL: {UNRECORDED_271})",
          "update the driver (to >= 525.60.13) for the newest builds, or keep the choice above"),
+        R520_ENDED,
+        *os_past,
     ]  # fmt: skip
-    assert d.recommended is not None and d.recommended.result.combo.id == "torch2.7.1-cu118-py3.11-debian12"
+    assert d.recommended is not None and d.recommended.result.combo.id == chosen
 
 
 def test_a_build_the_driver_runs_is_not_out_of_reach_when_only_the_ranking_differs() -> None:
@@ -62,7 +88,7 @@ def test_a_build_the_driver_runs_is_not_out_of_reach_when_only_the_ranking_diffe
     # (cu126): 580 runs both, so nothing is out of reach and there is no driver to update.
     d = bare(machine(H100X2_580, driver="580.65.06"), torch="2.6")
     assert problems(d) == []
-    assert d.recommended is not None and d.recommended.result.combo.id == "torch2.6.0-cu126-py3.11-debian12"
+    assert d.recommended is not None and d.recommended.result.combo.id == "torch2.6.0-cu126-py3.13-debian13"
 
 
 def test_newer_builds_are_told_for_the_gpus_named_and_only_then() -> None:
@@ -86,6 +112,7 @@ def test_after_a_fallback_the_cpu_question_s_failures_follow_the_gpu_question_s(
         ("companions", "torchvision 0.29.1 requires Python!=3.14.1,>=3.10", TROUBLESHOOTING),
         ("python-torch", "torch 2.15.0 has no wheels for Python 3.8 (wheels: 3.11-3.15)", TROUBLESHOOTING),
         ("companions", "torchvision 0.29.2 requires Python!=3.14.1,>=3.10", TROUBLESHOOTING),
+        ("driver-lifecycle", f"driver branch R590 (feature branch) {NOT_NAMED}", TO_R580),
     ]  # fmt: skip
 
 
@@ -93,7 +120,8 @@ def test_a_variant_the_driver_cannot_run_is_told_its_own_rule_not_the_cpu_questi
     d = bare(machine(RTX4090_535, driver="535.104.05"), variant="cu130")
     assert d.recommended is None
     cuda_13 = ("driver-cuda", "driver 535.104.05: every CUDA 13 build needs >= 580.65.06", DRIVER_CUDA_FIX)
-    assert problems(d) == [cuda_13]  # the question asked, not the CPU one (which a CPU image meets)
+    r535 = ("driver-lifecycle", "driver branch R535 (long-term branch) reached its end of life in June 2026", TO_R580)
+    assert problems(d) == [cuda_13, r535]  # the question asked, not the CPU one (which a CPU image meets)
 
 
 def test_without_a_gpu_every_reading_problem_is_said_in_one_unchecked_line() -> None:

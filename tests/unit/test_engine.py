@@ -829,3 +829,26 @@ def test_a_refusal_in_containerd_s_words_is_the_registry_s_refusal() -> None:
         push_refusal(said)
         == "the registry refused it: HTTP 405, method not allowed: the registry is read-only (or takes no pushes here)"
     )
+
+
+def test_a_step_left_running_by_an_interrupted_build_is_built_again_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BuildKit joins a step still running for a client that is gone (its secrets gone with its session): the build
+    fails with "no active sessions". It is built again once, after a pause; a second such failure is the error."""
+    orphaned = ("#9 [venv 18/18] RUN apt-get update", "#9 ERROR: no active sessions", "ERROR: failed to solve")
+    runs = [Recorder(returncode=1, lines=orphaned), Recorder()]
+    waited: list[float] = []
+
+    def run(argv: Sequence[str], **kwargs: Any) -> Completed:
+        return runs.pop(0)(argv, **kwargs)
+
+    engine = engine_with(monkeypatch, Recorder())
+    monkeypatch.setattr(builder.engine.images, "run_command", run)
+    monkeypatch.setattr("builder.engine.images.time.sleep", waited.append)
+    lines: list[str] = []
+    assert engine.build(CLASSIC, lines.append) == "sha256:" + "e" * 64
+    assert waited == [builder.engine.images.ORPHAN_WAIT] and runs == []
+    assert "torchyard: no active sessions: a step was still running for an interrupted build; building again" in lines
+    runs[:] = [Recorder(returncode=1, lines=orphaned), Recorder(returncode=1, lines=orphaned)]
+    with pytest.raises(BuildError):
+        engine.build(CLASSIC, lines.append)
+    assert runs == []

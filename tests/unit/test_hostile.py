@@ -58,6 +58,34 @@ def _query_cases() -> Iterator[Case]:
                 yield Case(f"{command[0]} {flag} {label}", (*command, flag, value), 2)
 
 
+# Values pasted from elsewhere (issue 39): nvidia-smi's "CUDA Version" as the driver, torch.__version__ as --torch.
+PASTED: dict[str, tuple[str, ...]] = {
+    "cuda version as driver": ("--driver", "12.2"),
+    "cuda major as driver": ("--driver", "12"),
+    "cuda patch release as driver": ("--driver", "13.0.2"),
+    "four-digit driver": ("--driver", "1000"),
+    "full-width cuda version": ("--driver", "\uff11\uff12.\uff12"),
+    "torch local substitution": ("--torch", "2.5.1+$(id)"),
+    "torch local long": ("--torch", "2.5.1+" + "cu" * 200),
+    "torch local non-ascii": ("--torch", "2.5.1+cu\u00b9\u00b2\u2074"),
+    "torch local unknown": ("--torch", "2.5.1+rocm6.2"),
+    "torch local twice": ("--torch", "2.5.1+cu124+cu121"),
+    "torch local empty": ("--torch", "2.5.1+"),
+    "torch local against variant": ("--torch", "2.5.1+cu124", "--variant", "cu121"),
+    "torch local against bad variant": ("--torch", "2.5.1+cu124", "--variant", "$(id)"),
+}
+
+
+def _pasted_cases() -> Iterator[Case]:
+    for command in QUERY_COMMANDS:
+        for label, args in PASTED.items():
+            yield Case(f"{command[0]} {label}", (*command, *args), 2)
+    yield Case("inspect cuda version as driver", ("inspect", "img:1", "--driver", "12.2"), 2)
+    yield Case("matrix show cuda version as driver", ("matrix", "show", "driver", "12.2"), 2)
+    for verb in ("verify", "sync"):
+        yield Case(f"matrix {verb} torch build", ("matrix", verb, "--torch", "2.5.1+cu124"), 2)
+
+
 BAD_REPOS = {
     "upper": "Team/Torch",
     "empty": "",
@@ -260,7 +288,7 @@ def _run_cases() -> Iterator[Case]:
     yield Case("inspect platform injection", ("inspect", "img:1", "--platform", "linux/amd64;id"), 2)
 
 
-CASES = [*_query_cases(), *_repo_cases(), *_file_cases(), *_other_cases()]
+CASES = [*_query_cases(), *_pasted_cases(), *_repo_cases(), *_file_cases(), *_other_cases()]
 
 
 def test_there_are_at_least_300_cases() -> None:

@@ -3,6 +3,7 @@ sources, the render's stage and labels, and lookup / explain / render on the com
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from packaging.version import Version
@@ -20,6 +21,8 @@ from builder.resolve.rules.check import Status
 M = matrix()
 __all__ = ["cli"]  # the fixture, used by name
 F = Facts(M)
+# ORT's CUDA provider links libcurand, which torch's CUDA 13 cuda-toolkit pin leaves out: the same release with it
+CURAND = "cuda-toolkit[curand]==13.0.3"
 
 
 def _combo(torch: str, variant: str, python: str = "3.11", os_name: str = "debian12") -> Combination:
@@ -74,13 +77,20 @@ def test_a_variant_whose_cudnn_is_not_recorded_is_not_checked() -> None:
 
 def test_the_inference_stage_pins_the_exporter_and_ort_on_the_shared_venv() -> None:
     p = plan("torch2.14.1-cu130-py3.11-debian12")
-    assert p.spec.inference_pip == ("onnx==1.23.2", "onnxscript==0.7.2", "onnxruntime-gpu==1.31.1")
+    assert _combo("2.14.1", "cu130").variant.cuda_runtime == "cuda-toolkit==13.0.3"  # torch's pin, CURAND's release
+    assert p.spec.inference_pip == ("onnx==1.23.2", "onnxscript==0.7.2", CURAND, "onnxruntime-gpu==1.31.1")
     stage = p.dockerfile.split("FROM venv AS inference\n", 1)[1]
-    assert "-c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.31.1'" in stage
+    assert (
+        f"-c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' '{CURAND}' 'onnxruntime-gpu==1.31.1'"
+        in stage
+    )
     assert "nvidia" not in stage.split("COPY --from=manifests", 1)[0]  # no nvidia-* extras: torch's libraries
     target = p.target(Flavor.INFERENCE)
     assert target.tags.immutable == "2.14.1-cuda13.0-cudnn9-py3.11-debian12-inference"
-    assert dict(target.labels)["io.torchyard.inference"] == "onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1"
+    assert (
+        dict(target.labels)["io.torchyard.inference"]
+        == f"onnx==1.23.2 onnxscript==0.7.2 {CURAND} onnxruntime-gpu==1.31.1"
+    )
     assert "io.torchyard.inference" not in dict(p.target(Flavor.RUNTIME).labels)
 
 
@@ -162,8 +172,8 @@ def test_lookup_for_the_inference_image_offers_that_image_its_build_and_its_pack
     dry = cli(*build.split()[1:], "--dry-run", "--any-host", "--no-host-settings")
     assert dry.code == 0 and f"    {image}\n" in dry.out, dry.out + dry.err
     packages = {t.name: str(t.version) for t in onnx.tools(M, _combo("2.14.1", "cu130"))}
-    wanted = [f"{name}=={version}" for name, version in packages.items()] + ["onnxruntime-gpu==1.31.1"]
-    assert pip.split(" && ")[1] == "pip install " + " ".join(wanted)
+    wanted = [f"{name}=={version}" for name, version in packages.items()] + [CURAND, "onnxruntime-gpu==1.31.1"]
+    assert pip.split(" && ")[1] == shlex.join(["pip", "install", *wanted])  # as a shell takes it: CURAND quoted
     listed = cli(*query, "--inference", "--json")
     assert listed.code == 0 and '"image": "' + image + '"' in listed.out
     plain = cli(*query)

@@ -34,11 +34,11 @@ from builder.resolve.verdict import Answer
 M = real()
 RTX4090_580 = RTX4090_535.replace("535.104.05", "580.65.06")
 T4_535 = "0, Tesla T4, 7.5, 15360, 535.104.05, Disabled\n"
-CU132 = "torch2.15.0-cu132-py3.11-debian12"
-PLAIN = "2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime"
+CU132 = "torch2.15.0-cu132-py3.13-debian13"
+PLAIN = "2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime"
 REPO = "127.0.0.1:5000/team/torch"
 BUILD = (
-    f"torchyard build --torch 2.15.0 --variant cu132 --python 3.11 --os debian12 --platform linux/amd64 --repo {REPO}"
+    f"torchyard build --torch 2.15.0 --variant cu132 --python 3.13 --os debian13 --platform linux/amd64 --repo {REPO}"
 )
 SIZE = "not measured"
 WANTED = Wanted(CU132, PLAIN, "linux/amd64", BUILD, SIZE)
@@ -77,7 +77,7 @@ def test_on_a_t4_with_535_the_cuda_13_image_is_not_named_and_the_one_that_runs_i
     assert d.recommended.result.combo.variant.cuda is not None and d.recommended.result.combo.variant.cuda.major == 12
     assert d.location is not None and d.location.where is Where.NOWHERE
     assert d.image is None and d.run is None
-    assert d.recommended.image == "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    assert d.recommended.image == "torchyard:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
 
 
 def test_the_plain_image_comes_first_then_the_arch_build_then_additions_and_the_newest_of_each() -> None:

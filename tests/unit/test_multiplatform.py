@@ -19,7 +19,7 @@ from builder.render.tags import ImageTags, index_tag, member_tag
 REPO = "127.0.0.1:5000/team/torch"
 AMD64_ID, ARM64_ID = "torch2.14.1-cu130-py3.11-debian12", "torch2.14.1-cu130-py3.11-debian12-arm64"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-ALIAS = "2.14-cuda13.0-runtime"
+ALIAS = "2.14-cuda13.0-py3.11-debian12-runtime"  # Debian 12 is off the default platform: the alias names it
 A, B = Platform.AMD64, Platform.ARM64
 
 

@@ -103,7 +103,7 @@ def an_expired_bearer_token_is_not_sent_again(mod: ModuleType, _: Path) -> None:
 
 
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-ALIAS = "2.14-cuda13.0-runtime"
+ALIAS = "2.14-cuda13.0-py3.11-debian12-runtime"  # BOTH is on Debian 12, off the default platform
 
 
 def a_multi_platform_alias_stays_when_its_index_is_held(mod: ModuleType, tmp_path: Path) -> None:

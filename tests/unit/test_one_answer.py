@@ -42,7 +42,7 @@ QUESTIONS = [
         "0, NVIDIA GeForce RTX 4090, 8.9, 24564, 535.104.05, [N/A]\n",
         "535.104.05",
         "x86_64",
-        "torch2.14.1-cu126-py3.11-debian12",
+        "torch2.14.1-cu126-py3.13-debian13",
     ),
     Question(
         "h100-580",
@@ -50,7 +50,7 @@ QUESTIONS = [
         "0, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.65.06, Disabled\n",
         "580.65.06",
         "x86_64",
-        "torch2.15.0-cu132-py3.11-debian12",
+        "torch2.15.0-cu132-py3.13-debian13",
     ),
     Question(
         "gh200-580",
@@ -58,7 +58,7 @@ QUESTIONS = [
         "0, NVIDIA GH200 480GB, 9.0, 97871, 580.126.09, Disabled\n",
         "580.126.09",
         "aarch64",
-        "torch2.15.0-cu132-py3.11-debian12-arm64",
+        "torch2.15.0-cu132-py3.13-debian13-arm64",
     ),
     Question(
         "v100-590",

@@ -27,9 +27,9 @@ IDENT = "torch2.14.1-cu130-py3.11-debian12"
 REPO = "127.0.0.1:5000/team/torch"
 RUNTIME_TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
 IMMUTABLE = f"{REPO}:{RUNTIME_TAG}"
-ALIAS = f"{REPO}:2.14-cuda13.0-runtime"
+ALIAS = f"{REPO}:2.14-cuda13.0-py3.11-debian12-runtime"  # Debian 12 is off the default platform: the alias names it
 DEVEL_IMMUTABLE = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel"
-DEVEL_ALIAS = f"{REPO}:2.14-cuda13.0-devel"
+DEVEL_ALIAS = f"{REPO}:2.14-cuda13.0-py3.11-debian12-devel"
 AUTH = RegistryAuth("ci", "registry-pa55")
 
 

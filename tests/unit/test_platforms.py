@@ -118,15 +118,15 @@ def test_a_bad_registry_mirror_is_refused_with_the_flag(value: str, problem: str
 
 def test_arm64_tags_end_in_arm64_and_amd64_tags_stay_as_they_were() -> None:
     arm64, amd64 = plan(CPU_ARM64).target(R).tags, plan("torch2.5.1-cpu-py3.11-debian12").target(R).tags
-    assert arm64.all() == ("2.5.1-cpu-py3.11-debian12-runtime-arm64", "2.5-cpu-runtime-arm64")
-    assert amd64.all() == ("2.5.1-cpu-py3.11-debian12-runtime", "2.5-cpu-runtime")
+    assert arm64.all() == ("2.5.1-cpu-py3.11-debian12-runtime-arm64", "2.5-cpu-py3.11-debian12-runtime-arm64")
+    assert amd64.all() == ("2.5.1-cpu-py3.11-debian12-runtime", "2.5-cpu-py3.11-debian12-runtime")
 
 
 def test_the_newest_patch_alias_is_decided_per_platform() -> None:
     # 2.14.1 cu130 is the newest 2.14 patch on both platforms; latest is 2.15.0's (PyPI default cu132 on both).
     m = matrix()
     arm64 = image_tags(m, combination(CUDA_ARM64), R, W, ())
-    assert arm64.aliases == ("2.14-cuda13.0-runtime-arm64",)
+    assert arm64.aliases == ("2.14-cuda13.0-py3.11-debian12-runtime-arm64",)
     older = image_tags(m, combination("torch2.14.0-cu130-py3.11-debian12-arm64"), R, W, ())
     assert older.aliases == ()
 

@@ -21,16 +21,17 @@ from builder.publish.run import ItemResult, PublishSettings
 from builder.render.tags import ImageTags
 from builder.trust.attest import TrustSettings
 
+# The newest torch on the default platform (Debian 13, its own Python 3.13): aliases 2.15-cuda13.2-runtime and latest.
 NEWEST = """
 [[publish]]
 name = "newest"
 torch = "==2.15.0"
-os = ["debian12"]
+os = ["debian13"]
 flavors = ["runtime"]
 """
 AMD64_ID, ARM64_ID = "torch2.14.1-cu130-py3.11-debian12-runtime", "torch2.14.1-cu130-py3.11-debian12-arm64-runtime"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-ALIAS = "2.14-cuda13.0-runtime"
+ALIAS = "2.14-cuda13.0-py3.11-debian12-runtime"  # Debian 12 is off the default platform: its alias names it
 
 
 @pytest.fixture(autouse=True)

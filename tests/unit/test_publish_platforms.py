@@ -22,7 +22,7 @@ from builder.publish.run import NO_PUSH_INDEX, ItemResult, Report
 
 AMD64, ARM64 = "both/torch2.14.1-cu130-py3.11-debian12", "both/torch2.14.1-cu130-py3.11-debian12-arm64"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-ALIAS = "2.14-cuda13.0-runtime"
+ALIAS = "2.14-cuda13.0-py3.11-debian12-runtime"  # Debian 12 is off the default platform: its alias names it
 
 
 @pytest.fixture(autouse=True)
@@ -94,7 +94,7 @@ def test_an_arm64_only_entry_takes_arm64s_pypi_default_and_its_own_tags(tmp_path
     assert [i.id for i in items] == ["torch2.5.1-cpu-py3.11-debian12-arm64-runtime"]  # PyPI's aarch64 default
     pplan = plan_publish(m, items, [])
     assert pplan.indexes == ()
-    assert [a.alias for a in pplan.aliases] == ["2.5-cpu-runtime-arm64"]
+    assert [a.alias for a in pplan.aliases] == ["2.5-cpu-py3.11-debian12-runtime-arm64"]
 
 
 # --- the run -------------------------------------------------------------------------------------------

@@ -36,12 +36,14 @@ CU130_DEVEL = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel"
 CU126_RUNTIME = f"{REPO}:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
 NEWEST_RUNTIME = f"{REPO}:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime"
 IMMUTABLES = {CU130_RUNTIME, CU130_DEVEL, CU126_RUNTIME, NEWEST_RUNTIME}
+# Debian 12 is not the default platform (debian13, 3.13): each alias names its Python and OS, and no image of
+# the set takes latest-*.
+NEWEST_ALIAS = "2.15-cuda13.2-py3.11-debian12-runtime"
 ALIASES = {
-    "2.14-cuda13.0-runtime": CU130_RUNTIME,
-    "2.14-cuda13.0-devel": CU130_DEVEL,
-    "2.14-cuda12.6-runtime": CU126_RUNTIME,
-    "2.15-cuda13.2-runtime": NEWEST_RUNTIME,
-    "latest-runtime": NEWEST_RUNTIME,
+    "2.14-cuda13.0-py3.11-debian12-runtime": CU130_RUNTIME,
+    "2.14-cuda13.0-py3.11-debian12-devel": CU130_DEVEL,
+    "2.14-cuda12.6-py3.11-debian12-runtime": CU126_RUNTIME,
+    NEWEST_ALIAS: NEWEST_RUNTIME,
 }
 
 
@@ -82,7 +84,7 @@ def test_every_image_is_built_verified_pushed_then_every_alias_moves(fakes: Publ
     assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
     pushed = fakes.pushed()
     assert set(pushed[:4]) == IMMUTABLES, "immutable tags go first"
-    assert set(pushed[4:]) == {f"{REPO}:{a}" for a in ALIASES} and len(pushed) == 9
+    assert set(pushed[4:]) == {f"{REPO}:{a}" for a in ALIASES} and len(pushed) == 8
     for ref in IMMUTABLES:  # each pushed image is the one its smoke suite ran in
         assert fakes.registry.refs[ref]
         assert fakes.tagged() >= {ref}
@@ -123,8 +125,8 @@ def test_a_failing_smoke_suite_fails_its_group_only_and_holds_its_aliases(fakes:
     assert not ({CU130_RUNTIME, CU130_DEVEL} & (fakes.tagged() | set(fakes.pushed())))
     assert set(fakes.pushed()) >= {CU126_RUNTIME, NEWEST_RUNTIME}
     held = {a for a, s in alias_statuses(report).items() if s == "held"}
-    assert held == {"2.14-cuda13.0-runtime", "2.14-cuda13.0-devel"}
-    assert f"{REPO}:2.14-cuda13.0-runtime" not in fakes.pushed()
+    assert held == {"2.14-cuda13.0-py3.11-debian12-runtime", "2.14-cuda13.0-py3.11-debian12-devel"}
+    assert f"{REPO}:2.14-cuda13.0-py3.11-debian12-runtime" not in fakes.pushed()
     assert any(line.startswith(f"FAIL  {CU130}") for line in log)
 
 
@@ -136,8 +138,8 @@ def test_a_rejected_push_fails_that_image_and_holds_its_alias(fakes: PublishFake
     assert statuses(report)["torch2.14.1-cu126-py3.11-debian12-runtime"] == "failed"
     assert "denied" in next(i.reason for i in report.items if i.status == "failed")
     assert CU126_RUNTIME not in fakes.registry.refs
-    assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
-    assert alias_statuses(report)["latest-runtime"] == "moved"
+    assert alias_statuses(report)["2.14-cuda12.6-py3.11-debian12-runtime"] == "held"
+    assert alias_statuses(report)[NEWEST_ALIAS] == "moved"
 
 
 def test_a_failed_build_tags_nothing_of_its_group(fakes: PublishFakes, tmp_path: Path) -> None:
@@ -148,7 +150,7 @@ def test_a_failed_build_tags_nothing_of_its_group(fakes: PublishFakes, tmp_path:
 
     assert statuses(report)["torch2.15.0-cu132-py3.11-debian12-runtime"] == "failed"
     assert NEWEST_RUNTIME not in fakes.tagged()
-    assert {a for a, s in alias_statuses(report).items() if s == "held"} == {"2.15-cuda13.2-runtime", "latest-runtime"}
+    assert {a for a, s in alias_statuses(report).items() if s == "held"} == {NEWEST_ALIAS}
     assert statuses(report)["torch2.14.1-cu130-py3.11-debian12-runtime"] == "built"
 
 
@@ -188,7 +190,7 @@ def test_aliases_only_moves_what_the_registry_holds_and_holds_the_rest(fakes: Pu
 
     assert sum(len(e.of("build")) for e in fakes.engines) == builds, "--aliases-only builds nothing"
     assert statuses(report)["torch2.14.1-cu126-py3.11-debian12-runtime"] == "failed"
-    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved") | {"2.14-cuda12.6-runtime": "held"}
+    assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved") | {"2.14-cuda12.6-py3.11-debian12-runtime": "held"}
     assert f"MISS  {CU126_RUNTIME}: not published with this content" in log
 
 
@@ -199,7 +201,7 @@ def test_ctrl_c_during_a_build_raises_interrupted_and_nothing_is_tagged_or_moved
     with pytest.raises(Interrupted, match="run the same publish again"):
         run(fakes, tmp_path)
     assert not ({CU130_RUNTIME, CU130_DEVEL} & fakes.tagged())
-    assert not any(":2.14-" in ref or ":latest" in ref for ref in fakes.pushed())
+    assert not any(":2.14-" in ref or ":2.15-" in ref for ref in fakes.pushed())
 
 
 def test_the_json_report_counts_and_lists_everything(fakes: PublishFakes, tmp_path: Path) -> None:
@@ -214,20 +216,20 @@ def test_the_json_report_counts_and_lists_everything(fakes: PublishFakes, tmp_pa
     assert item["id"] == "torch2.14.1-cu126-py3.11-debian12-runtime" and "train.cpu" in item["reason"]
     built = next(i for i in data["items"] if i["id"] == "torch2.15.0-cu132-py3.11-debian12-runtime")
     assert built["ref"] == NEWEST_RUNTIME and built["smoke"]["passed"] >= 1 and built["digest"].startswith("sha256:")
-    assert {a["alias"]: a["status"] for a in data["aliases"]}["2.14-cuda12.6-runtime"] == "held"
+    assert {a["alias"]: a["status"] for a in data["aliases"]}["2.14-cuda12.6-py3.11-debian12-runtime"] == "held"
 
 
 def test_an_alias_naming_an_image_with_older_content_moves_to_the_new_one(fakes: PublishFakes, tmp_path: Path) -> None:
     """The gate `registry.holds(alias, content_hash)`: an alias left on last month's image must move."""
     run(fakes, tmp_path)
-    stale = f"{REPO}:latest-runtime"
+    stale = f"{REPO}:{NEWEST_ALIAS}"
     fakes.registry.refs[stale] = fakes.registry.refs[stale] | {CONTENT_LABEL: "sha256:" + "0" * 64}
     pushes_before = len(fakes.pushed())
 
     again, log = run(fakes, tmp_path / "again")
 
-    assert alias_statuses(again)["latest-runtime"] == "moved"
-    assert {a for a, s in alias_statuses(again).items() if s == "unchanged"} == set(ALIASES) - {"latest-runtime"}
+    assert alias_statuses(again)[NEWEST_ALIAS] == "moved"
+    assert {a for a, s in alias_statuses(again).items() if s == "unchanged"} == set(ALIASES) - {NEWEST_ALIAS}
     assert fakes.pushed()[pushes_before:] == [stale]
     assert fakes.registry.refs[stale][CONTENT_LABEL] == fakes.registry.refs[NEWEST_RUNTIME][CONTENT_LABEL]
     assert f"MOVE  {stale} -> {NEWEST_RUNTIME}" in log
@@ -254,8 +256,8 @@ def test_a_group_that_cannot_be_planned_fails_alone(fakes: PublishFakes, tmp_pat
 
     assert statuses(report)[broken.items[0].id] == "failed"
     assert [i.reason for i in report.items if i.status == "failed"] == ["no base image"]
-    assert alias_statuses(report)["2.14-cuda12.6-runtime"] == "held"
-    assert alias_statuses(report)["latest-runtime"] == "moved"
+    assert alias_statuses(report)["2.14-cuda12.6-py3.11-debian12-runtime"] == "held"
+    assert alias_statuses(report)[NEWEST_ALIAS] == "moved"
 
 
 def test_aliases_only_reports_each_item_with_its_reference_and_reason(fakes: PublishFakes, tmp_path: Path) -> None:

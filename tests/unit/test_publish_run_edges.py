@@ -249,10 +249,9 @@ def test_a_group_that_cannot_be_planned_says_why_and_the_later_groups_keep_their
     failing_plan(monkeypatch, "cu130")
     pplan = plan_publish(fakes.m, fakes.items, [])
     assert [(g.name, g.problem) for g in pplan.groups if g.plan is None] == [(CU130, "no base image for cu130")]
-    assert sorted(a.alias for a in pplan.aliases) == [
-        "2.14-cuda12.6-runtime",
-        "2.15-cuda13.2-runtime",
-        "latest-runtime",
+    assert sorted(a.alias for a in pplan.aliases) == [  # SET is on Debian 12, off the default platform
+        "2.14-cuda12.6-py3.11-debian12-runtime",
+        "2.15-cuda13.2-py3.11-debian12-runtime",
     ]
 
 

@@ -148,8 +148,10 @@ def test_golden_renders_cover_what_the_issue_asks_for() -> None:
     texts = {c.name: (GOLDEN / c.path).read_text() for c in CASES}
     no_devel = {"wheels-cu126-inference"}  # CUDA 12 wheels carry no nvcc
     assert all(" AS runtime" in t and (" AS devel" in t) != (n in no_devel) for n, t in texts.items())
-    # inference wherever a recorded ONNX Runtime fits (not CUDA 11.8: none is recorded for it)
-    assert [n for n, t in texts.items() if "FROM venv AS inference" not in t] == ["cuda-base-cu118-ubuntu22.04"]
+    # inference wherever a recorded ONNX Runtime fits: every case, CUDA 11.8 too (onnxruntime-gpu 1.18.1 links
+    # libcudart.so.11.0 and libcudnn.so.8, torch 2.0.1+cu118's majors)
+    assert [n for n, t in texts.items() if "FROM venv AS inference" not in t] == []
+    assert "'onnxruntime-gpu==1.18.1'" in texts["cuda-base-cu118-ubuntu22.04"]
     assert "'onnxruntime-gpu==1.26.0'" in texts["wheels-cu126-inference"]
     assert "'onnxruntime-gpu==1.31.1'" in texts["wheels-cu130-sm89-addone"]
     assert "'onnxruntime==1.32.0'" in texts["wheels-cpu"]

@@ -36,6 +36,7 @@ from builder.resolve.query import RawQuery, parse_query
 from builder.resolve.resolver import lookup
 
 CU130 = "torch2.14.1-cu130-py3.11-debian12"
+CU130_DEFAULT = "torch2.14.1-cu130-py3.13-debian13"  # what --torch 2.14.1 alone chooses
 CU124 = "torch2.5.1-cu124-py3.11-debian12"
 CU124_UBUNTU = "torch2.5.1-cu124-py3.10-ubuntu22.04"
 CU118_UBUNTU = "torch2.0.1-cu118-py3.10-ubuntu22.04"
@@ -225,12 +226,13 @@ def _tags(
 
 
 def test_tags_name_every_version_and_move_an_alias_across_patches() -> None:
-    assert _tags(CU130) == ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime", "2.14-cuda13.0-runtime")
+    assert _tags(CU130) == ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime", "2.14-cuda13.0-py3.11-debian12-runtime")
+    assert _tags(CU130_DEFAULT) == ("2.14.1-cuda13.0-cudnn9-py3.13-debian13-runtime", "2.14-cuda13.0-runtime")
     assert _tags(CU130, Flavor.DEVEL, archs=(arch("sm_89"),)) == (
         "2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-sm89",
-        "2.14-cuda13.0-devel-sm89",
+        "2.14-cuda13.0-py3.11-debian12-devel-sm89",
     )
-    assert _tags(CPU) == ("2.14.1-cpu-py3.11-debian12-runtime", "2.14-cpu-runtime")
+    assert _tags(CPU) == ("2.14.1-cpu-py3.11-debian12-runtime", "2.14-cpu-py3.11-debian12-runtime")
     assert _tags(CU118_UBUNTU, Flavor.DEVEL, Strategy.CUDA_BASE) == (
         "2.0.1-cuda11.8-cudnn8-py3.10-ubuntu22.04-devel-cuda-base",
         "2.0-cuda11.8-py3.10-ubuntu22.04-devel-cuda-base",
@@ -240,14 +242,14 @@ def test_tags_name_every_version_and_move_an_alias_across_patches() -> None:
 def test_latest_is_only_the_newest_torch_pypi_default_on_the_default_platform() -> None:
     newest = max(matrix().torch, key=lambda t: t.version)
     first = matrix().os[0]
-    assert (first.name, first.system_python) == ("debian12", "3.11")
-    ident = f"torch{newest.version}-{newest.pypi_default}-py3.11-debian12"
+    assert (first.name, first.system_python) == ("debian13", "3.13")
+    ident = f"torch{newest.version}-{newest.pypi_default}-py3.13-debian13"
     for flavor in Flavor:
         assert f"latest-{flavor.value}" in _tags(ident, flavor)
     assert not any(
-        t.startswith("latest") for t in _tags(f"torch{newest.version}-{newest.pypi_default}-py3.12-debian12")
+        t.startswith("latest") for t in _tags(f"torch{newest.version}-{newest.pypi_default}-py3.12-debian13")
     )
-    assert not any(t.startswith("latest") for t in _tags(f"torch{newest.version}-cpu-py3.11-debian12"))
+    assert not any(t.startswith("latest") for t in _tags(f"torch{newest.version}-cpu-py3.13-debian13"))
     assert not any(t.startswith("latest") for t in _tags(CU130))  # an older release
 
 
@@ -283,7 +285,8 @@ def test_labels_carry_every_version_of_the_combination() -> None:
             "flavor": flavor.value,
             "layers": layer_plan(p.combination).label(),
         } | (
-            {"inference": "onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1"}
+            # ORT's CUDA provider links libcurand: cuda-toolkit[curand] at torch 2.14.1+cu130's pin, 13.0.3
+            {"inference": "onnx==1.23.2 onnxscript==0.7.2 cuda-toolkit[curand]==13.0.3 onnxruntime-gpu==1.31.1"}
             if flavor is Flavor.INFERENCE
             else {}
         )
@@ -363,19 +366,19 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
     data = json.loads((out / "plan.json").read_text())
     runtime = data["targets"]["runtime"]
     assert printed == (
-        f"chose {CU130} (the best of {_valid_count(torch='2.14.1')} valid combinations)\n"
+        f"chose {CU130_DEFAULT} (the best of {_valid_count(torch='2.14.1')} valid combinations)\n"
         f"wrote {out}/Dockerfile, plan.json and the build context\n"
         "\n# runtime\n"
         f"DOCKER_BUILDKIT=1 docker build --progress=plain --target runtime -f {out}/Dockerfile --platform linux/amd64 "
         f"--label io.torchyard.content-hash={data['content_hash']} "
         f"--label io.torchyard.dockerfile-sha256={data['dockerfile_sha256']} "
-        f"-t torchyard:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime -t torchyard:2.14-cuda13.0-runtime {out}\n"
+        f"-t torchyard:2.14.1-cuda13.0-cudnn9-py3.13-debian13-runtime -t torchyard:2.14-cuda13.0-runtime {out}\n"
     )
     assert runtime["tags"] == [
-        "torchyard:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime",
+        "torchyard:2.14.1-cuda13.0-cudnn9-py3.13-debian13-runtime",
         "torchyard:2.14-cuda13.0-runtime",
     ]
-    assert (out / "Dockerfile").read_text() == plan(CU130).dockerfile
+    assert (out / "Dockerfile").read_text() == plan(CU130_DEFAULT).dockerfile
     assert {p.name for p in out.iterdir()} == {
         ".dockerignore",
         ".torchyard-written",

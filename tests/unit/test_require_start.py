@@ -64,9 +64,17 @@ def test_no_driver_is_an_open_input_naming_the_first_alternative() -> None:
 
 
 def test_a_branch_the_matrix_does_not_know_fails_with_its_reason() -> None:
-    found = rule_container_start(F, parse_driver("999.1"), (), "cuda>=12.0")
+    found = rule_container_start(F, parse_driver("600.1"), (), "cuda>=12.0")  # inside the recorded range, not recorded
     assert (found.rule, found.ok, found.sources) == ("container-start", False, SOURCES)
-    assert found.reason == "driver branch 999 is not in the matrix"
+    assert found.reason == "driver branch 600 is not in the matrix"
+
+
+def test_a_branch_newer_than_every_recorded_one_is_not_checked() -> None:
+    found = rule_container_start(F, parse_driver("999.1"), (), "cuda>=12.0")
+    assert (found.rule, found.status, found.missing, found.sources) == (
+        "container-start", Status.NOT_CHECKED, Missing.FACT, SOURCES,
+    )  # fmt: skip
+    assert found.reason.startswith("the driver branch 999 is newer than every recorded one (newest: ")
 
 
 def test_the_alternative_that_holds_is_named() -> None:

@@ -126,10 +126,12 @@ def test_no_release_fitting_names_the_nearest_of_torchs_cuda_major() -> None:
 def test_the_inference_packages_are_the_exporters_then_the_runtime() -> None:
     found = combo(M, "2.14.1", "cu130")
     pins = onnx.packages(M, found)
-    assert pins[-1] == "onnxruntime-gpu==1.31.1"
-    assert [p.split("==")[0] for p in pins[:-1]] == [t.name for t in onnx.tools(M, found)] != []
+    # the runtime: libcurand (ORT's CUDA provider links it) from the cuda-toolkit release torch pins, then ORT
+    assert found.variant.cuda_runtime == "cuda-toolkit==13.0.3"
+    assert pins[-2:] == ("cuda-toolkit[curand]==13.0.3", "onnxruntime-gpu==1.31.1")
+    assert [p.split("==")[0] for p in pins[:-2]] == [t.name for t in onnx.tools(M, found)] != []
     none = onnx.OrtChoice(None, "none fits", onnx.SOURCES)
-    assert onnx.packages(M, found, none) == pins[:-1]
+    assert onnx.packages(M, found, none) == pins[:-2]
 
 
 def test_exporter_packages_need_the_torch_the_python_and_the_platform() -> None:
@@ -141,16 +143,20 @@ def test_exporter_packages_need_the_torch_the_python_and_the_platform() -> None:
 
 
 GLIBC_SOURCES = ("manylinux", "pypi-torch")
+_NVIDIA = "torch manylinux_2_28_x86_64; highest NVIDIA wheel: nvidia-cudnn-cu13==9.24.0.43 manylinux_2_27_x86_64"
+_WITH_NVIDIA = (*GLIBC_SOURCES, "pypi-nvidia-wheels")
 
 
 @pytest.mark.parametrize(
     ("glibc", "check"),
     [
-        ("2.28", Check("glibc-os", True, "eq glibc 2.28 >= 2.28 (manylinux_2_28_x86_64)", GLIBC_SOURCES)),
-        ("2.27", Check("glibc-os", False, "eq glibc 2.27 < 2.28 (manylinux_2_28_x86_64)", GLIBC_SOURCES)),
+        ("2.28", Check("glibc-os", True, f"eq glibc 2.28 >= 2.28 ({_NVIDIA})", _WITH_NVIDIA)),
+        ("2.27", Check("glibc-os", False, f"eq glibc 2.27 < 2.28 ({_NVIDIA})", _WITH_NVIDIA)),
     ],
 )
 def test_glibc_os_at_the_wheels_floor(glibc: str, check: Check) -> None:
+    """torch 2.14.1 cu130's cuDNN, NCCL and cuda-toolkit wheels are recorded ([[nvidia_wheel]]): torch's tag is the
+    highest floor, and the reason names the highest NVIDIA one beside it."""
     found = replace(combo(M, "2.14.1", "cu130"), os=fake_os("eq", glibc))
     assert rules.rule_glibc_os(Facts(M), Query(), found) == check
 

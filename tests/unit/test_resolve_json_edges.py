@@ -30,7 +30,7 @@ F = Facts(M)
 def test_a_cuda_result_field_by_field() -> None:
     found = lookup(M, query(M, torch="2.5.1", cuda="12.4", python="3.11", driver="550", gpu="RTX 4090")).valid
     assert result_json(F, found[0]) == {
-        "id": "torch2.5.1-cu124-py3.11-debian12",
+        "id": "torch2.5.1-cu124-py3.11-debian13",
         "torch": "2.5.1",
         "torch_local": "2.5.1+cu124",
         "torchvision": "0.20.1",
@@ -40,7 +40,7 @@ def test_a_cuda_result_field_by_field() -> None:
         "cudnn": "9.1.0.70",
         "nccl": "2.21.5",
         "python": "3.11",
-        "os": "debian12",
+        "os": "debian13",
         "pypi_default": True,
         "index_url": None,
         "min_driver": "525.60.13",
@@ -55,7 +55,7 @@ def test_a_cuda_result_field_by_field() -> None:
 def test_a_cpu_result_has_nulls_where_cuda_would_be() -> None:
     found = lookup(M, query(M, torch="2.5.1", variant="cpu", python="3.11")).valid
     assert result_json(F, found[0]) == {
-        "id": "torch2.5.1-cpu-py3.11-debian12",
+        "id": "torch2.5.1-cpu-py3.11-debian13",
         "torch": "2.5.1",
         "torch_local": "2.5.1+cpu",
         "torchvision": "0.20.1",
@@ -65,7 +65,7 @@ def test_a_cpu_result_has_nulls_where_cuda_would_be() -> None:
         "cudnn": None,
         "nccl": None,
         "python": "3.11",
-        "os": "debian12",
+        "os": "debian13",
         "pypi_default": False,
         "index_url": "https://download.pytorch.org/whl/cpu",
         "min_driver": None,
@@ -177,12 +177,12 @@ def test_choose_names_the_architectures_only_when_several_were_asked() -> None:
     with pytest.raises(NoMatchError) as one:
         choose(M, query(M, driver="418", arch="sm_90"))
     assert str(one.value) == (
-        "no valid combination (616 ruled out)\n  sm_90 (Hopper) needs driver >= 520.56.06; driver 418 (any 418.x, "
-        "read as the newest) lacks it  (616 combinations)"
+        "no valid combination (1001 ruled out)\n  sm_90 (Hopper) needs driver >= 520.56.06; driver 418 (any 418.x, "
+        "read as the newest) lacks it  (1001 combinations)"
     )
     with pytest.raises(NoMatchError) as two:
         choose(M, query(M, driver="418", arch=("sm_90", "sm_80")))
-    assert str(two.value).startswith("no valid combination runs on all of sm_90, sm_80 (616 ruled out)\n")
+    assert str(two.value).startswith("no valid combination runs on all of sm_90, sm_80 (1001 ruled out)\n")
 
 
 def test_choose_with_a_problem_takes_the_best_without_one_or_names_the_best_ones() -> None:

@@ -25,8 +25,8 @@ F = Facts(M)
 
 
 def test_the_rule_set_is_the_tested_one() -> None:
-    # A new rule must come with its own tests here (and a section in docs/rules.md); onnxruntime's are in
-    # test_inference.py.
+    # A new rule must come with its own tests here (and a section in docs/rules.md); onnxruntime's and
+    # onnxruntime-arch's are in test_inference.py and test_inference_arch.py.
     names = [rule(F, Query(), combo(M, "2.5.1", "cu124")).rule for rule in rules.RULES]
     assert names == [
         "platform",
@@ -42,6 +42,7 @@ def test_the_rule_set_is_the_tested_one() -> None:
         "glibc-os",
         "companions",
         "onnxruntime",
+        "onnxruntime-arch",
     ]
 
 

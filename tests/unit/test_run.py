@@ -275,11 +275,11 @@ def test_as_root_through_sudo_the_container_runs_as_the_sudo_caller(
     assert "--user" not in line(rooted)
 
 
-SM89 = "torchyard:2.15.0-cuda13.2-cudnn9-py3.11-debian12-runtime-sm89"  # what `torchyard build --arch sm_89` tags
+SM89 = "torchyard:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime-sm89"  # what `torchyard build --arch sm_89` tags
 
 
 def test_the_image_build_arch_sm_89_made_is_the_one_run_starts_on_an_rtx_4090_with_580(torchyard: Torchyard) -> None:
-    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.11-debian12", arch_list="sm_89")})
+    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.13-debian13", arch_list="sm_89")})
     system = machine(RTX4090_535.replace("535.104.05", "580.65.06"), driver="580.65.06")
     result, _ = torchyard(system, "--dry-run", "--", "python", "-c", "1", engine=engine)
     assert result.exit_code == 0, result.output
@@ -288,11 +288,11 @@ def test_the_image_build_arch_sm_89_made_is_the_one_run_starts_on_an_rtx_4090_wi
 
 
 def test_on_a_t4_with_535_the_cuda_13_image_is_passed_over_for_the_one_that_runs(torchyard: Torchyard) -> None:
-    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.11-debian12", arch_list="sm_89")})
+    engine = RunEngine(images={SM89: holding(SM89, "torch2.15.0-cu132-py3.13-debian13", arch_list="sm_89")})
     system = machine("0, Tesla T4, 7.5, 15360, 535.104.05, Disabled\n", driver="535.104.05")
     result, _ = torchyard(system, "--dry-run", "--", "python", "-c", "1", engine=engine)
     assert result.exit_code == 0, result.output
-    chosen = "torchyard:2.14.1-cuda12.6-cudnn9-py3.11-debian12-runtime"
+    chosen = "torchyard:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime"
     assert line(result)[-4:] == [chosen, "python", "-c", "1"]
     assert f"torchyard: {chosen} is not in the local engine: run builds it (torchyard build --torch 2.14.1" in (
         result.stderr

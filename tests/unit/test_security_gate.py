@@ -353,7 +353,7 @@ def test_a_dry_run_refuses_a_bad_allowlist_as_a_real_run_would(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _allowlist(tmp_path, {"openssl": [_entry(reason_to_ignore="")]})
-    only = "torch2.14.1-cu130-py3.11-debian12-runtime"
+    only = "torch2.14.1-cu130-py3.13-debian13-runtime"  # an item of the real publish set (cuda13-debian)
     with pytest.raises(SystemExit) as exit_:
         main(["publish", "--dry-run", "--security-gate", "--allowlist", str(path), "--only", only])
     assert exit_.value.code == 2

@@ -75,11 +75,12 @@ def test_immutable_tag(ident: str, flavor: Flavor, strategy: Strategy, archs: tu
 
 
 def test_the_default_platform_is_the_first_os_with_its_own_python() -> None:
-    assert default_os_python(matrix()) == ("debian12", "3.11")
+    assert default_os_python(matrix()) == ("debian13", "3.13")
 
 
 def test_alias_names_the_platform_only_off_the_default() -> None:
-    assert tags("torch2.14.1-cu130-py3.11-debian12").aliases == ("2.14-cuda13.0-runtime",)
+    assert tags("torch2.14.1-cu130-py3.13-debian13").aliases == ("2.14-cuda13.0-runtime",)
+    assert tags("torch2.14.1-cu130-py3.11-debian12").aliases == ("2.14-cuda13.0-py3.11-debian12-runtime",)
     assert tags("torch2.14.1-cu130-py3.12-debian12").aliases == ("2.14-cuda13.0-py3.12-debian12-runtime",)
     assert tags("torch2.14.1-cu130-py3.12-ubuntu24.04", D, CB, (SM89,)).aliases == (
         "2.14-cuda13.0-py3.12-ubuntu24.04-devel-cuda-base-sm89",
@@ -90,7 +91,7 @@ def test_alias_names_the_platform_only_off_the_default() -> None:
 def test_latest_is_only_the_newest_torchs_pypi_default_on_the_default_platform() -> None:
     m = matrix()
     newest = max(m.torch, key=lambda t: t.version)
-    ident = f"torch{newest.version}-{newest.pypi_default}-py3.11-debian12"
+    ident = f"torch{newest.version}-{newest.pypi_default}-py3.13-debian13"
     cuda = minor_str(combination(ident).variant.cuda)  # type: ignore[arg-type]
     minor = f"{newest.version.major}.{newest.version.minor}"
     assert tags(ident).aliases == (f"{minor}-cuda{cuda}-runtime", "latest-runtime")
@@ -102,7 +103,7 @@ def test_latest_is_only_the_newest_torchs_pypi_default_on_the_default_platform()
 
 def test_a_minor_alias_stays_on_the_newest_patch() -> None:
     # 2.5.1 is the newest 2.5 release: an older patch built later must not take its alias back.
-    assert tags("torch2.5.1-cu124-py3.11-debian12").aliases == ("2.5-cuda12.4-runtime",)
+    assert tags("torch2.5.1-cu124-py3.11-debian12").aliases == ("2.5-cuda12.4-py3.11-debian12-runtime",)
     assert tags("torch2.5.0-cu124-py3.11-debian12").aliases == ()
     assert tags("torch2.14.0-cu130-py3.11-debian12").aliases == ()
 
@@ -161,9 +162,18 @@ def test_each_addition_has_its_own_id() -> None:
 def test_the_plan_carries_the_id_into_every_tag() -> None:
     p = plan("torch2.14.1-cu130-py3.11-debian12", archs=(SM89,), extensions=(addone(),))
     assert [t.tags.all() for t in p.targets] == [
-        ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime-sm89-x87ade0f8", "2.14-cuda13.0-runtime-sm89-x87ade0f8"),
-        ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-sm89-x87ade0f8", "2.14-cuda13.0-devel-sm89-x87ade0f8"),
-        ("2.14.1-cuda13.0-cudnn9-py3.11-debian12-inference-sm89-x87ade0f8", "2.14-cuda13.0-inference-sm89-x87ade0f8"),
+        (
+            "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime-sm89-x87ade0f8",
+            "2.14-cuda13.0-py3.11-debian12-runtime-sm89-x87ade0f8",
+        ),
+        (
+            "2.14.1-cuda13.0-cudnn9-py3.11-debian12-devel-sm89-x87ade0f8",
+            "2.14-cuda13.0-py3.11-debian12-devel-sm89-x87ade0f8",
+        ),
+        (
+            "2.14.1-cuda13.0-cudnn9-py3.11-debian12-inference-sm89-x87ade0f8",
+            "2.14-cuda13.0-py3.11-debian12-inference-sm89-x87ade0f8",
+        ),
     ]
 
 

@@ -14,6 +14,8 @@ import builder.host.probe
 from builder.core import env
 from builder.core.errors import EngineError
 
+UNIT_TODAY = "2026-12-04"  # the day the unit tier judges driver branch and OS lifecycles on
+
 
 class _NoMachine:
     def __getattr__(self, name: str) -> object:
@@ -26,6 +28,7 @@ def no_real_machine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         return
     monkeypatch.setenv(env.ANY_HOST, "1")
     monkeypatch.setenv(env.PROVENANCE, "0")  # the checkout's commit and the clock: tests that want them set them
+    monkeypatch.setenv(env.TODAY, UNIT_TODAY)  # lifecycles are judged on a fixed day, not the clock
     monkeypatch.setattr(builder.host.probe, "RealSystem", _NoMachine)
     for engine in (builder.engine.images.Images, builder.engine.quick.QuickEngine):
         monkeypatch.setattr(engine, "labelled", _no_engine_images)

@@ -9,7 +9,7 @@ from builder.resolve.rules.combo import rule_companions, rule_glibc_os, rule_pyt
 from builder.resolve.rules.cudnn import rule_cudnn_arch, rule_cudnn_cuda
 from builder.resolve.rules.driver import driver_mode, rule_driver_cuda, rule_ptx_driver
 from builder.resolve.rules.host import rule_driver_gpu, rule_platform
-from builder.resolve.rules.inference import rule_onnxruntime
+from builder.resolve.rules.inference import rule_onnxruntime, rule_onnxruntime_arch
 
 # Rules that depend only on the torch release, the wheel variant and the platform (evaluated once per
 # variant), then rules that also look at the Python and the OS base.
@@ -25,7 +25,7 @@ VARIANT_RULES: tuple[Rule, ...] = (
 )
 COMBO_RULES: tuple[Rule, ...] = (rule_python_torch, rule_python_os, rule_glibc_os, rule_companions)
 # Rules of the inference image, asked when the question is about it (Query.inference).
-INFERENCE_RULES: tuple[Rule, ...] = (rule_onnxruntime,)
+INFERENCE_RULES: tuple[Rule, ...] = (rule_onnxruntime, rule_onnxruntime_arch)
 RULES: tuple[Rule, ...] = VARIANT_RULES + COMBO_RULES + INFERENCE_RULES
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "rule_driver_gpu",
     "rule_glibc_os",
     "rule_onnxruntime",
+    "rule_onnxruntime_arch",
     "rule_platform",
     "rule_ptx_driver",
     "rule_python_os",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from builder.core.kinds import Platform
+from builder.resolve import nvidia_wheels
 from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query
@@ -38,6 +39,8 @@ def rule_python_os(f: Facts, q: Query, c: Combination) -> Check:
 
 
 def rule_glibc_os(f: Facts, q: Query, c: Combination) -> Check:
+    """The highest glibc floor of the wheels the venv installs: torch's, and the NVIDIA wheels its pins name
+    where matrix.toml records their tags ([[nvidia_wheel]])."""
     sources = ("manylinux", "pypi-torch")
     if c.wheels is None:
         return Check("glibc-os", False, f"torch {c.torch.version} has no {c.platform.value} wheels", sources)
@@ -45,9 +48,19 @@ def rule_glibc_os(f: Facts, q: Query, c: Combination) -> Check:
     floor = f.glibc_floor(tag)
     if floor is None:
         return not_checked("glibc-os", f"the glibc of platform tag {tag} is not recorded", sources, Missing.FACT)
-    ok = c.os.glibc >= floor
-    verdict = ">=" if ok else "<"
-    return Check("glibc-os", ok, f"{c.os.name} glibc {c.os.glibc} {verdict} {floor} ({tag})", sources)
+    nvidia = nvidia_wheels.installed(f.matrix, c.variant, c.platform)
+    if not nvidia:
+        ok = c.os.glibc >= floor
+        return Check("glibc-os", ok, f"{c.os.name} glibc {c.os.glibc} {_op(ok)} {floor} ({tag})", sources)
+    top = max(nvidia, key=lambda w: f.glibc_floor(w.tag) or floor)
+    need = max(floor, f.glibc_floor(top.tag) or floor)
+    ok = c.os.glibc >= need
+    said = f"torch {tag}; highest NVIDIA wheel: {top.label} {top.tag}"
+    return Check("glibc-os", ok, f"{c.os.name} glibc {c.os.glibc} {_op(ok)} {need} ({said})", (*sources, *top.sources))
+
+
+def _op(ok: bool) -> str:
+    return ">=" if ok else "<"
 
 
 def rule_companions(f: Facts, q: Query, c: Combination) -> Check:

@@ -68,6 +68,9 @@ def rule_driver_cuda(f: Facts, q: Query, c: Combination) -> Check:
                 "driver-cuda", f"the driver floor of CUDA {minor_str(cuda)} is not recorded", sources, Missing.FACT
             )
         return not_checked("driver-cuda", "no driver given", sources, Missing.INPUT, f"driver >= {floor}")
+    unrecorded = f.unrecorded_driver(q.driver)
+    if unrecorded is not None:
+        return not_checked("driver-cuda", unrecorded, sources, Missing.FACT)
     mode, reason = driver_mode(f, q, c.variant.cuda)
     return Check("driver-cuda", mode is not None, reason, sources)
 
@@ -82,16 +85,24 @@ def rule_ptx_driver(f: Facts, q: Query, c: Combination) -> Check:
             "ptx-jit-driver", f"the compiled architectures of torch {c.local_version} are not recorded", sources,
             Missing.FACT,
         )  # fmt: skip
-    full = f.full_driver(cuda)
     if not q.archs:
         return not_checked("ptx-jit-driver", "no GPU given", sources, Missing.INPUT, gpu_condition(c))
     if not any(arch_support(a, c.sass, c.ptx)[0] is ArchSupport.PTX for a in q.archs):
         return Check("ptx-jit-driver", True, "no PTX JIT involved: the build has SASS for the GPU", sources)
+    return _ptx_jit(f, q, cuda, sources)
+
+
+def _ptx_jit(f: Facts, q: Query, cuda: Version, sources: tuple[str, ...]) -> Check:
+    """A GPU the build serves only by PTX: the driver JIT-compiles it only at the build's full CUDA level."""
+    full = f.full_driver(cuda)
     if q.driver is None:
         return not_checked(
             "ptx-jit-driver", "no driver given (the GPU runs only PTX)", sources, Missing.INPUT,
             f"driver >= {full} (full level, to JIT CUDA {minor_str(cuda)} PTX)",
         )  # fmt: skip
+    unrecorded = f.unrecorded_driver(q.driver)
+    if unrecorded is not None:
+        return not_checked("ptx-jit-driver", unrecorded, sources, Missing.FACT)
     mode, _ = driver_mode(f, q, cuda)
     ok = mode is DriverMode.FULL
     reason = (

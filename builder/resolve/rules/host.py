@@ -73,8 +73,9 @@ def rule_driver_gpu(f: Facts, q: Query, c: Combination) -> Check:
             legacy = last is not None and q.driver.branch > last
             return Check("driver-gpu", False, reason, _SOURCES if legacy else sources)
         reasons.append(reason)
-    if unknown:
-        return _unrecorded(unknown, sources)
+    missing = _missing_fact(f, q, unknown)
+    if missing is not None:
+        return not_checked("driver-gpu", missing, sources, Missing.FACT)
     if q.driver is None:
         floors = "; ".join(f"{n} needs driver {describe_floors(fl)}" for n, fl, _, _ in windows)
         return not_checked("driver-gpu", "no driver given", sources, Missing.INPUT, floors)
@@ -87,8 +88,13 @@ def _driver_gpu_sources(f: Facts, q: Query) -> tuple[str, ...]:
     return _SOURCES + tuple(s for s in _FLOOR_SOURCES if s in cited)
 
 
-def _unrecorded(names: list[str], sources: tuple[str, ...]) -> Check:
-    return not_checked("driver-gpu", f"the first driver of {', '.join(names)} is not recorded", sources, Missing.FACT)
+def _missing_fact(f: Facts, q: Query, unknown: list[str]) -> str | None:
+    """What the matrix lacks to check the GPUs that did not fail: the driver's branch, when it is newer than every
+    recorded one (a GPU past its legacy branch failed already: that much the matrix records), or first drivers."""
+    beyond = f.unrecorded_driver(q.driver) if q.driver is not None else None
+    if beyond is not None:
+        return beyond
+    return f"the first driver of {', '.join(unknown)} is not recorded" if unknown else None
 
 
 def _windows(f: Facts, q: Query) -> list[tuple[str, tuple[Driver, ...], int | None, str]]:
