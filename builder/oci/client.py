@@ -113,6 +113,27 @@ class Distribution:
             raise PushError(f"registry {repo.host} answered the tags of {repo.name} with no tag list") from None
         return [str(tag) for tag in listed if isinstance(tag, str)]
 
+    def every_tag(self, repo: RepoRef, page: int = 1000, pages: int = 50) -> list[str]:
+        """All the repository's tags, a page at a time (the distribution spec's n and last): nvidia/cuda has
+        thousands. PushError past `pages` pages, rather than a list that silently stops."""
+        found: list[str] = []
+        for _ in range(pages):
+            params = {"n": str(page)} | ({"last": found[-1]} if found else {})
+            reply = self._call("GET", repo, f"{repo.base}/tags/list", _pull(repo), params=params)
+            if reply.status == 404:
+                return found
+            self._check(reply, repo, "list the tags of")
+            try:
+                listed = [str(t) for t in json.loads(reply.body).get("tags") or [] if isinstance(t, str)]
+            except (ValueError, AttributeError):
+                raise PushError(f"registry {repo.host} answered the tags of {repo.name} with no tag list") from None
+            seen = set(found)
+            fresh = [t for t in listed if t not in seen]
+            found += fresh
+            if len(listed) < page or not fresh or not reply.header("link"):
+                return found
+        raise PushError(f"registry {repo.host} lists more than {page * pages} tags of {repo.name}")
+
     def platforms(self, repo: RepoRef, reference: str, *, cache: bool = False) -> dict[str, str] | None:
         """{platform: image manifest digest} under a tag or digest; None when it does not exist.
         A single-platform image names its platform in its config blob."""

@@ -13,6 +13,7 @@ import click
 import pytest
 
 from builder.cli.main import cli
+from builder.cli.outdated_cmd import OUTDATED
 from builder.core import errors
 from builder.resolve.verdict import CANNOT_TELL_EXIT
 
@@ -111,7 +112,8 @@ def test_every_exit_code_a_doc_states_is_in_the_readme_table(doc: Path) -> None:
 
 def test_the_readme_table_matches_the_codes_the_code_uses() -> None:
     table = readme_exit_codes()
-    assert set(table) == {0, 1, 2, 3, 4, 5, CANNOT_TELL_EXIT, 70, 130}
+    assert set(table) == {0, 1, 2, 3, 4, 5, CANNOT_TELL_EXIT, OUTDATED, 70, 130}
+    assert "matrix outdated" in table[OUTDATED]
     for cls, words in (
         (errors.NoMatchError, "nothing valid"),
         (errors.UsageError, "bad flag"),
@@ -146,5 +148,5 @@ def test_a_missing_command_and_file_and_exit_code_are_found() -> None:
     ]
     publish = (ROOT / "docs" / "publish.md").read_text()
     assert "the exit code is 4" in publish
-    changed = publish.replace("the exit code is 4", "the exit code is 7")
-    assert exit_problems(doc, changed, readme_exit_codes()) == ["host.md: states exit 7, not a row of README's table"]
+    changed = publish.replace("the exit code is 4", "the exit code is 8")
+    assert exit_problems(doc, changed, readme_exit_codes()) == ["host.md: states exit 8, not a row of README's table"]

@@ -25,7 +25,7 @@ def _load(name: str) -> dict[str, Any]:
 
 
 def test_the_workflows_exist() -> None:
-    assert [p.name for p in WORKFLOWS] == ["ci.yml", "publish.yml", "verify.yml"]
+    assert [p.name for p in WORKFLOWS] == ["ci.yml", "outdated.yml", "publish.yml", "verify.yml"]
 
 
 def test_actionlint_finds_nothing() -> None:
@@ -59,7 +59,7 @@ def test_actions_are_pinned_by_commit_sha(workflow: Path) -> None:
     assert [u for u in uses if not re.fullmatch(r"[\w.-]+/[\w.-]+@[0-9a-f]{40}", u)] == []
 
 
-@pytest.mark.parametrize("name", ["ci.yml", "publish.yml", "verify.yml"])
+@pytest.mark.parametrize("name", ["ci.yml", "outdated.yml", "publish.yml", "verify.yml"])
 def test_least_privilege(name: str) -> None:
     data = _load(name)
     assert data["permissions"] == {"contents": "read"}
@@ -75,6 +75,9 @@ def test_least_privilege(name: str) -> None:
                 "pages",
                 {"contents": "read", "pages": "write", "id-token": "write"},
             )
+        if name == "outdated.yml":  # the weekly sync pushes its branch and opens its pull request, nothing else
+            assert granted == {"contents": "write", "pull-requests": "write"}
+            continue
         assert not {k for k, v in granted.items() if v == "write"} - {"packages", "pages", "id-token"}
 
 
@@ -142,6 +145,19 @@ def test_verify_runs_weekly_and_on_matrix_changes_and_fails_on_drift() -> None:
     run = data["jobs"]["verify"]["steps"][-1]["run"]
     # no `|| true`, no `set +e`: the exit code of verify (1 drift, 5 unreachable) is the step's
     assert run == 'torchyard --matrix matrix.toml matrix verify --markdown >> "$GITHUB_STEP_SUMMARY"'
+
+
+def test_outdated_runs_weekly_syncs_torch_and_fails_on_what_it_could_not_check() -> None:
+    data = _load("outdated.yml")
+    assert set(data[True]) == {"schedule", "workflow_dispatch"}  # yaml reads the key `on` as True
+    steps = data["jobs"]["outdated"]["steps"]
+    check, sync, pull = steps[3]["run"], steps[4]["run"], steps[5]["run"]
+    # exit 5 (not checked) fails the job; 7 goes on to the sync; no `|| true` on the JSON run
+    assert "matrix outdated --json > outdated.json || code=$?" in check
+    assert 'if [ "$code" != 0 ] && [ "$code" != 7 ]; then exit "$code"; fi' in check
+    assert steps[4]["if"] == steps[5]["if"] == "steps.outdated.outputs.code == '7'"
+    assert 'matrix sync --torch "$version" --write' in sync and sync.rstrip().endswith("matrix check")
+    assert "gh pr create --base main" in pull and "exit 1" in pull  # nothing sync could write: the job says so
 
 
 def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.CaptureFixture[str]) -> None:
