@@ -15,7 +15,7 @@ _LAZY = {
     "publish": "builder.cli.publish_cmd:matrix_publish_cmd",
     "ci": "builder.cli.publish_cmd:matrix_ci_cmd",
     "html": "builder.cli.upstream_cmd:html_cmd",
-    "sync": "builder.cli.upstream_cmd:sync_cmd",
+    "sync": "builder.cli.sync_cmd:sync_cmd",
     "outdated": "builder.cli.outdated_cmd:outdated_cmd",
     "lock": "builder.cli.upstream_cmd:lock_cmd",
     "verify": "builder.cli.upstream_cmd:verify_cmd",

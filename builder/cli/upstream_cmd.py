@@ -1,4 +1,5 @@
-"""`torchyard matrix verify | sync | lock | html`: the matrix against upstream, and the compatibility page."""
+"""`torchyard matrix verify | lock | html`: the matrix against upstream, and the compatibility page; the client
+flags every upstream command shares (`matrix sync`: builder/cli/sync_cmd.py)."""
 
 from __future__ import annotations
 
@@ -233,40 +234,6 @@ def relock(m: Any, say: Callable[[str], None]) -> None:
 def _writable(path: Path) -> None:
     if not os.access(path.parent, os.W_OK):
         raise UsageError(f"{path.parent} is not writable: lock a matrix of your own (--matrix FILE)")
-
-
-@click.command("sync")
-@click.option("--torch", "torch_version", required=True, metavar="VERSION", help="The torch release to add (2.16.0).")
-@click.option("--write", is_flag=True, help="Insert the entries into the matrix file (else print them).")
-@upstream_options(registries=False)
-@click.pass_context
-def sync_cmd(ctx: click.Context, /, torch_version: str, write: bool, **kwargs: Any) -> None:
-    """Read upstream for a torch release the matrix does not have yet and print (or, with --write, insert)
-    the matrix.toml entries it can source: Python and platform wheels, the PyPI default variant and its
-    pins, the torchvision / torchaudio companions (from their Requires-Dist), CUDA releases the pins name.
-    What metadata cannot tell (compiled architectures, other variants) is marked "not recorded" with where
-    to find it. The result passes `matrix check`; review the diff."""
-    from builder.core.versions import parse_release
-    from builder.upstream.index import PYPI
-    from builder.upstream.sync import PYTORCH_INDEX, propose
-    from builder.upstream.sync_toml import check, insert, render
-
-    m = matrix_of(ctx)
-    version = parse_release(release_of_build(torch_version, "--torch", "matrix sync"), "--torch")
-    pytorch_index = kwargs.pop("pytorch_index_url") or PYTORCH_INDEX
-    pypi = kwargs.pop("pypi_url") or PYPI
-    http, _ = clients(kwargs)
-    proposal = propose(m, http, version, pypi, pytorch_index)
-    path = Path(m.path)
-    updated = insert(path.read_text(), proposal, set(m.sources))
-    check(updated, path.name)
-    if not write:
-        click.echo(render(proposal, set(m.sources)), nl=False)
-        click.echo(f"# matrix check: ok with these entries in {path} (--write inserts them)")
-        return
-    _writable(path)
-    path.write_text(updated)
-    click.echo(f"{path}: torch {version} added; review the diff, then torchyard matrix verify --torch {version}")
 
 
 def registry_repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

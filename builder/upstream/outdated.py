@@ -23,8 +23,8 @@ from builder.net.http import Http
 from builder.oci.client import Distribution
 from builder.oci.refs import parse_repo
 from builder.upstream.images import mirror_image
-from builder.upstream.index import IndexFile, IndexFormatError, read_project
-from builder.upstream.wheels import by_version
+from builder.upstream.index import IndexFile, IndexFormatError, ProjectPage, read_project
+from builder.upstream.wheels import Wheel, by_version
 
 CUDA_IMAGES = "nvidia/cuda"
 _IMAGE_TAG = re.compile(r"^(\d+\.\d+\.\d+)-")  # 13.1.0-cudnn-runtime-ubuntu24.04
@@ -101,14 +101,23 @@ def _images(m: Matrix) -> frozenset[Version]:
 
 
 _WHEEL_ADD = "a version in its [[nvidia_wheel]] entry, with the platform tags of its wheels"
-_ORT_ADD = "an [[onnxruntime]] entry for {v}, with [onnxruntime.<platform>] GPU code read from its wheels"
+# matrix sync proposes every release newer than the newest recorded at once: the same line for each.
+_SYNC_WHEEL = "torchyard matrix sync --nvidia-wheel {package}"
+_SYNC_ORT = {
+    "onnxruntime-gpu": "torchyard matrix sync --onnxruntime {v}",
+    "onnxruntime": "torchyard matrix sync --onnxruntime {v} --package onnxruntime",
+}
 TRACKED = (
     Tracked("torch", "[[torch]]", Window.EVERY, _torch, "torchyard matrix sync --torch {v}"),
     Tracked("cuda-toolkit", "[[nvidia_wheel]]", Window.NEWER, _wheel("cuda-toolkit"), _WHEEL_ADD),
-    Tracked("nvidia-cudnn-cu13", "[[nvidia_wheel]]", Window.NEWER, _wheel("nvidia-cudnn-cu13"), _WHEEL_ADD),
-    Tracked("nvidia-nccl-cu13", "[[nvidia_wheel]]", Window.NEWER, _wheel("nvidia-nccl-cu13"), _WHEEL_ADD),
-    Tracked("onnxruntime-gpu", "[[onnxruntime]]", Window.NEWER, _ort("onnxruntime-gpu"), _ORT_ADD),
-    Tracked("onnxruntime", "[[onnxruntime]]", Window.NEWER, _ort("onnxruntime"), _ORT_ADD),
+    *(
+        Tracked(name, "[[nvidia_wheel]]", Window.NEWER, _wheel(name), _SYNC_WHEEL.format(package=name))
+        for name in ("nvidia-cudnn-cu13", "nvidia-nccl-cu13")
+    ),
+    *(
+        Tracked(name, "[[onnxruntime]]", Window.NEWER, _ort(name), _SYNC_ORT[name])
+        for name in ("onnxruntime-gpu", "onnxruntime")
+    ),
     Tracked(CUDA_IMAGES, "[[cuda_image]]", Window.NEWER, _images, "a [[cuda_image]] entry for CUDA {v}", image=True),
 )
 
@@ -145,12 +154,14 @@ def _index_releases(http: Http, pypi: str, project: str) -> list[Release] | None
     page = read_project(http, pypi, project)
     if page is None:
         return None
+    return [Release(v, _first_upload(w.file for w in ws)) for v, ws in counted(page, project).items()]
+
+
+def counted(page: ProjectPage, project: str) -> dict[Version, list[Wheel]]:
+    """The releases that count (final, with a Linux wheel that is not yanked) and their wheels that are not
+    yanked: what outdated lists and `matrix sync` reads."""
     found = by_version((f for f in page.files if not f.yanked), project)
-    return [
-        Release(v, _first_upload(w.file for w in ws))
-        for v, ws in found.items()
-        if _final(v) and any(_linux(w.platforms) for w in ws)
-    ]
+    return {v: ws for v, ws in found.items() if _final(v) and any(_linux(w.platforms) for w in ws)}
 
 
 def _final(v: Version) -> bool:

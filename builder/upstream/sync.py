@@ -65,7 +65,7 @@ class Proposal:
 def propose(m: Matrix, http: Http, version: Version, pypi: str = PYPI, pytorch_index: str = PYTORCH_INDEX) -> Proposal:
     if any(r.version == version for r in m.torch):
         raise UsageError(f"--torch {version}: the matrix has it already (torchyard matrix verify --torch {version})")
-    page = _page(http, pypi, "torch")
+    page = index_page(http, pypi, "torch")
     found = by_version(page.files, "torch").get(version)
     if not found:
         newest = max((v for v in by_version(page.files, "torch") if not v.local), default=None)
@@ -133,7 +133,7 @@ def _pins_of_index_variant(m: Matrix, http: Http, name: str, wheel: Wheel, amd: 
     return variant
 
 
-def _page(http: Http, index: str, project: str) -> ProjectPage:
+def index_page(http: Http, index: str, project: str) -> ProjectPage:
     try:
         page = read_project(http, index, project)
     except UpstreamError:
@@ -258,7 +258,7 @@ def _companion(
     """The release that pins torch==X (on PyPI or in the matrix), else the newest that accepts X."""
     recorded = m.torchvision if name == "torchvision" else m.torchaudio
     known = [(c.version, c.requires_torch, c) for c in recorded if torch in c.requires_torch]
-    page = _page(http, pypi, name)
+    page = index_page(http, pypi, name)
     upstream = by_version(page.files, name)
     newest_known = max((c.version for c in recorded), default=None)
     fresh = sorted(v for v in upstream if not v.local and (newest_known is None or v > newest_known))

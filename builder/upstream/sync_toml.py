@@ -6,7 +6,10 @@ from __future__ import annotations
 import re
 import tempfile
 import textwrap
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from packaging.version import Version
 
@@ -18,12 +21,12 @@ from builder.upstream.sync import Proposal, Variant
 _HEADER = re.compile(r"^\[\[(\w+)\]\]\s*$")
 
 
-def _q(value: str) -> str:
+def quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _list(values: tuple[str, ...] | list[str]) -> str:
-    return "[" + ", ".join(_q(v) for v in values) + "]"
+def toml_list(values: tuple[str, ...] | list[str]) -> str:
+    return "[" + ", ".join(quote(v) for v in values) + "]"
 
 
 def companion_blocks(p: Proposal) -> dict[str, str]:
@@ -31,11 +34,11 @@ def companion_blocks(p: Proposal) -> dict[str, str]:
     for name, (comp, new, how) in p.companions.items():
         if not new:
             continue
-        lines = [f"# matrix sync: {how}", f"[[{name}]]", f"version = {_q(str(comp.version))}"]
-        lines.append(f"requires_torch = {_q(str(comp.requires_torch))}")
+        lines = [f"# matrix sync: {how}", f"[[{name}]]", f"version = {quote(str(comp.version))}"]
+        lines.append(f"requires_torch = {quote(str(comp.requires_torch))}")
         if comp.python is not None:
-            lines.append(f"python = {_q(str(comp.python))}  # no wheels for the Pythons it leaves out")
-        lines.append(f"source = {_q(f'pypi-{name}')}")
+            lines.append(f"python = {quote(str(comp.python))}  # no wheels for the Pythons it leaves out")
+        lines.append(f"source = {quote(f'pypi-{name}')}")
         blocks[name] = "\n".join(lines) + "\n"
     return blocks
 
@@ -45,7 +48,7 @@ def cuda_blocks(p: Proposal) -> list[tuple[Version, str]]:
         (
             Version(release),
             f"# matrix sync: pinned by torch {p.version} (cuda-toolkit=={release})\n[[cuda]]\n"
-            f"version = {_q(release)}\n"
+            f"version = {quote(release)}\n"
             f'note = "minimum driver not recorded: Table 3 of the CUDA {release} release notes"\n'
             'source = "pypi-cuda-toolkit"\n',
         )
@@ -63,13 +66,13 @@ def torch_block(p: Proposal) -> str:
     lines = [
         *(f"# {line}" for text in comment for line in textwrap.wrap(text, 100)),
         "[[torch]]",
-        f"version = {_q(str(p.version))}",
-        f"released = {_q(p.released)}",
-        f"pypi_default = {_q(p.defaults[Platform.AMD64])}",
-        f"python = {_list(amd.pythons)}",
-        f"platform_tag = {_q(amd.tag)}",
-        f"torchvision = {_q(str(p.companions['torchvision'][0].version))}",
-        f"torchaudio = {_q(str(p.companions['torchaudio'][0].version))}",
+        f"version = {quote(str(p.version))}",
+        f"released = {quote(p.released)}",
+        f"pypi_default = {quote(p.defaults[Platform.AMD64])}",
+        f"python = {toml_list(amd.pythons)}",
+        f"platform_tag = {quote(amd.tag)}",
+        f"torchvision = {quote(str(p.companions['torchvision'][0].version))}",
+        f"torchaudio = {quote(str(p.companions['torchaudio'][0].version))}",
         'source = "pypi-torch"',
         "",
     ]
@@ -79,9 +82,9 @@ def torch_block(p: Proposal) -> str:
     if arm is not None:
         lines += [
             "[torch.arm64]",
-            f"pypi_default = {_q(p.defaults[Platform.ARM64])}",
-            f"python = {_list(arm.pythons)}",
-            f"platform_tag = {_q(arm.tag)}",
+            f"pypi_default = {quote(p.defaults[Platform.ARM64])}",
+            f"python = {toml_list(arm.pythons)}",
+            f"platform_tag = {quote(arm.tag)}",
             'source = "pypi-torch-aarch64"',
             "",
         ]
@@ -89,24 +92,24 @@ def torch_block(p: Proposal) -> str:
 
 
 def _variant(v: Variant) -> list[str]:
-    lines = ["[[torch.variants]]", f"name = {_q(v.name)}"]
+    lines = ["[[torch.variants]]", f"name = {quote(v.name)}"]
     if v.evidence:
         lines.insert(0, f"# read from {v.evidence} METADATA")
     for key in ("cuda", "cuda_runtime", "cudnn", "nccl"):
         value = getattr(v, key)
         if value is not None:
-            lines.append(f"{key} = {_q(value)}")
+            lines.append(f"{key} = {quote(value)}")
     notes = list(v.notes) + (
         ["compiled architectures not recorded (matrix sync): see the comment above"] if v.cuda else []
     )
     if notes:
-        lines.append(f"note = {_q('; '.join(notes))}")
-    lines.append(f"source = {_list(list(v.sources)) if len(v.sources) > 1 else _q(v.sources[0])}")
+        lines.append(f"note = {quote('; '.join(notes))}")
+    lines.append(f"source = {toml_list(list(v.sources)) if len(v.sources) > 1 else quote(v.sources[0])}")
     lines.append("")
     if v.arm64 is not None:
         lines.append("[torch.variants.arm64]")
-        lines += [f"{key} = {_q(value)}" for key, value in v.arm64.items() if key != "source"]
-        lines += [f"source = {_q(v.arm64['source'])}", ""]
+        lines += [f"{key} = {quote(value)}" for key, value in v.arm64.items() if key != "source"]
+        lines += [f"source = {quote(v.arm64['source'])}", ""]
     return lines
 
 
@@ -151,7 +154,7 @@ def source_blocks(p: Proposal, have: set[str]) -> list[str]:
         {"pypi-cuda-toolkit"} if p.cuda else set()
     )
     return [
-        f'[sources.{sid}]\ntitle = {_q(SOURCES[sid][0])}\nurl = {_q(SOURCES[sid][1])}\nconfidence = "verified"\n'
+        f'[sources.{sid}]\ntitle = {quote(SOURCES[sid][0])}\nurl = {quote(SOURCES[sid][1])}\nconfidence = "verified"\n'
         for sid in sorted(used - have)
     ]
 
@@ -168,7 +171,7 @@ def render(p: Proposal, have: set[str]) -> str:
 def insert(text: str, p: Proposal, have: set[str]) -> str:
     """The matrix text with the proposal's entries in their places (each after a blank line)."""
     lines = text.splitlines(keepends=True)
-    edits = [(_after_sources(lines), block) for block in source_blocks(p, have)]
+    edits = [(after_sources(lines), block) for block in source_blocks(p, have)]
     edits += [(_position(lines, "cuda", version), block) for version, block in cuda_blocks(p)]
     edits += [(_position(lines, name, p.companions[name][0].version), b) for name, b in companion_blocks(p).items()]
     edits.append((_position(lines, "torch", p.version), torch_block(p)))
@@ -194,10 +197,10 @@ def _position(lines: list[str], table: str, version: Version) -> int:
         )
         if found and Version(found[1]) > version:
             return _back_over_comments(lines, start)
-    return _end_of_entry(lines, starts[-1])
+    return end_of_entry(lines, starts[-1])
 
 
-def _after_sources(lines: list[str]) -> int:
+def after_sources(lines: list[str]) -> int:
     last = max(i for i, line in enumerate(lines) if line.startswith("[sources."))
     at = last + 1
     while at < len(lines) and lines[at].strip() and not lines[at].startswith("["):
@@ -205,7 +208,29 @@ def _after_sources(lines: list[str]) -> int:
     return at
 
 
-def _end_of_entry(lines: list[str], start: int) -> int:
+@dataclass(frozen=True)
+class Block:
+    """One [[table]] entry of the file: its lines [start, end) with its sub-tables, and its own keys."""
+
+    start: int
+    end: int
+    keys: dict[str, Any]
+
+
+def blocks(lines: list[str], table: str) -> list[Block]:
+    """Every [[table]] entry in the file's lines, in order."""
+    found = []
+    for start, line in enumerate(lines):
+        header = _HEADER.match(line)
+        if header is None or header[1] != table:
+            continue
+        end = end_of_entry(lines, start)
+        own = next((at for at in range(start + 1, end) if lines[at].startswith("[")), end)
+        found.append(Block(start, end, tomllib.loads("".join(lines[start + 1 : own]))))
+    return found
+
+
+def end_of_entry(lines: list[str], start: int) -> int:
     """After the entry at `start` and the sub-tables that belong to it, before the next entry or section."""
     at = start + 1
     table = _HEADER.match(lines[start])[1]  # type: ignore[index]

@@ -1,8 +1,9 @@
 """The GPU code a shared library inside a wheel carries, read from the wheel file itself: the SASS and PTX
 architectures of its fat binary (builder/smoke/fatbin.py, the reader the smoke suite uses) and the libraries it
 links (DT_NEEDED: libcudart.so.12, libcudnn.so.9 say which CUDA and cuDNN majors it was built for). What
-matrix.toml's [onnxruntime.<platform>] tables record (docs/matrix.md, "Reading a wheel's GPU code"); `matrix sync`
-can call `read_wheel_code` on a wheel it downloaded, and `code_table` prints the table.
+matrix.toml's [onnxruntime.<platform>] tables record (docs/matrix.md, "Reading a wheel's GPU code"); `matrix sync
+--onnxruntime` calls `read_wheel_code` on the wheel it downloaded (builder/upstream/sync_ort.py), and `code_table`
+prints the table.
 
 The member is extracted to a temporary folder (a provider library is ~300 MB unpacked) and removed after reading.
 """

@@ -4,7 +4,8 @@ Layout (what builder/smoke/fatbin.py reads): a container header `<IHHQ` (magic 0
 version, header size 16, size of the entries that follow), then entries, each a 64-byte header
 `<HHIQIIHHI` + padding (kind 1 = PTX / 2 = ELF, -, header size, payload size, -, -, minor, major,
 arch) followed by its payload. A shared library carries the containers in its `.nv_fatbin` section;
-`elf64` lays out a minimal ELF64 file with a section header table naming that section.
+`elf64` lays out a minimal ELF64 file with a section header table naming that section; `provider` adds the
+.dynamic section of a library's DT_NEEDED entries (ONNX Runtime's CUDA provider links libcudart.so.13).
 """
 
 from __future__ import annotations
@@ -84,3 +85,16 @@ def elf64(sections: dict[str, bytes], machine: int = X86_64) -> bytes:
 def shared_library(*containers: bytes, rodata: bytes = b"host code and data", machine: int = X86_64) -> bytes:
     """An ELF64 'extension' whose .nv_fatbin section holds the given containers."""
     return elf64({".rodata": rodata, ".nv_fatbin": b"".join(containers)}, machine)
+
+
+def dynamic(*needed: str) -> dict[str, bytes]:
+    """A .dynstr with the names and a .dynamic of DT_NEEDED entries pointing into it, ended by DT_NULL."""
+    strings, table = b"\0", b""
+    for name in needed:
+        table += struct.pack("<qQ", 1, len(strings))
+        strings += name.encode() + b"\0"
+    return {".dynstr": strings, ".dynamic": table + struct.pack("<qQ", 0, 0) + struct.pack("<qQ", 1, 1)}
+
+
+def provider(fatbin: bytes, *needed: str, machine: int = X86_64) -> bytes:
+    return elf64({".rodata": b"host code", ".nv_fatbin": fatbin, **dynamic(*needed)}, machine)

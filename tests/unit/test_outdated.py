@@ -5,6 +5,7 @@ listed with how to add it back, a registry that cannot be reached is "not checke
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -113,6 +114,31 @@ def test_the_newest_cudnn_taken_out_is_listed_and_json_says_so(
     # Newer than 9.26.0.51: its patch 9.26.1.1 and the releases since; dev builds (9.27.0.21.dev...) never count.
     assert [m["version"] for m in finding["missing"]] == ["9.26.1.1", "9.27.0.42", "9.28.0.42", "9.28.1.4"]
     assert finding["window"] == "newer than 9.26.0.51" and finding["state"] == "missing"
+
+
+def test_a_missing_nvidia_wheel_is_added_by_the_sync_line_outdated_prints_run_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = REAL.replace('versions = ["2.32.3", "2.32.6"]', 'versions = ["2.32.3"]')
+    assert older != REAL
+    code = cli(older, Net().on(pypi).on(hub_down), tmp_path, monkeypatch, "--only", "nvidia-nccl-cu13", "--json")
+    (finding,) = json.loads(capsys.readouterr().out)["findings"]
+    (missing,) = finding["missing"]
+    assert code == 7 and missing["add"] == "torchyard matrix sync --nvidia-wheel nvidia-nccl-cu13"
+    with pytest.raises(SystemExit) as synced:
+        main(["--matrix", str(tmp_path / "matrix.toml"), *shlex.split(missing["add"])[1:], "--write"])
+    assert synced.value.code == 0 and (tmp_path / "matrix.toml").read_text() == REAL
+
+
+def test_a_missing_onnx_runtime_release_names_its_sync_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = REAL.replace('version = "1.32.0"\npython', 'version = "1.31.1"\npython')
+    assert older != REAL
+    code = cli(older, Net().on(pypi).on(hub_down), tmp_path, monkeypatch, "--only", "onnxruntime")
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 7 and lines[0] == "onnxruntime ([[onnxruntime]], newer than 1.31.1): 1 missing"
+    assert lines[1].endswith("): torchyard matrix sync --onnxruntime 1.32.0 --package onnxruntime")
 
 
 def test_image_tags_are_read_across_pages_and_a_newer_cuda_is_listed(tmp_path: Path) -> None:

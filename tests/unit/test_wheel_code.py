@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-import struct
 import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
-from fatbin_kit import AARCH64, ELF, PTX, X86_64, Entry, container, elf64, entry, ptx, raw_container, sass
+from fatbin_kit import AARCH64, ELF, PTX, Entry, container, entry, provider, ptx, raw_container, sass
 from http_kit import Net
 from upstream_kit import serve_range
 
@@ -21,19 +20,6 @@ from builder.upstream.lazywheel import member_checksum
 from builder.upstream.wheel_code import ORT_CUDA_PROVIDER, WheelCodeError, code_table, needed_libraries, read_wheel_code
 
 ARCH_SPECIFIC = 0x100000  # the entry flag cuobjdump names with an `a` (sm_90a)
-
-
-def dynamic(*needed: str) -> dict[str, bytes]:
-    """A .dynstr with the names and a .dynamic of DT_NEEDED entries pointing into it, ended by DT_NULL."""
-    strings, table = b"\0", b""
-    for name in needed:
-        table += struct.pack("<qQ", 1, len(strings))
-        strings += name.encode() + b"\0"
-    return {".dynstr": strings, ".dynamic": table + struct.pack("<qQ", 0, 0) + struct.pack("<qQ", 1, 1)}
-
-
-def provider(fatbin: bytes, *needed: str, machine: int = X86_64) -> bytes:
-    return elf64({".rodata": b"host code", ".nv_fatbin": fatbin, **dynamic(*needed)}, machine)
 
 
 def wheel(tmp_path: Path, name: str, library: bytes, member: str = ORT_CUDA_PROVIDER) -> Path:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -156,8 +158,53 @@ def test_outdated_runs_weekly_syncs_torch_and_fails_on_what_it_could_not_check()
     assert "matrix outdated --json > outdated.json || code=$?" in check
     assert 'if [ "$code" != 0 ] && [ "$code" != 7 ]; then exit "$code"; fi' in check
     assert steps[4]["if"] == steps[5]["if"] == "steps.outdated.outputs.code == '7'"
-    assert 'matrix sync --torch "$version" --write' in sync and sync.rstrip().endswith("matrix check")
+    # every kind sync sources, each written with --write; the file must still pass matrix check
+    assert 'matrix sync "$@" --write' in sync and sync.rstrip().endswith("matrix check")
+    assert 'sync --torch "$version"' in sync
+    assert "for package in nvidia-cudnn-cu13 nvidia-nccl-cu13; do" in sync and 'sync --nvidia-wheel "$package"' in sync
+    assert 'sync --onnxruntime "$version" --package "$package"' in sync
     assert "gh pr create --base main" in pull and "exit 1" in pull  # nothing sync could write: the job says so
+    assert "cat unsynced.md" in pull  # a sync that failed is in the pull request's body
+
+
+def test_the_outdated_sync_step_runs_each_sync_outdated_names_and_lists_the_failed_ones(tmp_path: Path) -> None:
+    """The step's shell, run with `torchyard` and `jq`-read findings stubbed: each missing kind gets its sync, a
+    failing one is listed in unsynced.md and the others still run."""
+    if shutil.which("jq") is None:
+        pytest.skip("jq is not installed here (the runner has it)")
+    sync = _load("outdated.yml")["jobs"]["outdated"]["steps"][4]["run"]
+    findings = {
+        "findings": [
+            {"name": "torch", "missing": [{"version": "2.16.0"}]},
+            {"name": "nvidia-cudnn-cu13", "missing": []},
+            {"name": "nvidia-nccl-cu13", "missing": [{"version": "2.33.1"}, {"version": "2.33.2"}]},
+            {"name": "onnxruntime-gpu", "missing": [{"version": "1.32.0"}]},
+            {"name": "onnxruntime", "missing": []},
+        ]
+    }
+    (tmp_path / "outdated.json").write_text(json.dumps(findings))
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "torchyard").write_text(
+        '#!/bin/sh\necho "$*" >> calls.txt\n'
+        'case "$*" in *onnxruntime*) echo "torchyard: error: no" >&2; exit 1;; esac\n'
+    )
+    (stub / "torchyard").chmod(0o755)
+    env = {**os.environ, "PATH": f"{stub}:{os.environ['PATH']}"}
+    done = subprocess.run(
+        ["bash", "-e", "-c", sync], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "calls.txt").read_text().splitlines() == [
+        "--matrix matrix.toml matrix sync --torch 2.16.0 --write",
+        "--matrix matrix.toml matrix sync --nvidia-wheel nvidia-nccl-cu13 --write",
+        "--matrix matrix.toml matrix sync --onnxruntime 1.32.0 --package onnxruntime-gpu --write",
+        "--matrix matrix.toml matrix check",
+    ]
+    assert (tmp_path / "unsynced.md").read_text() == (
+        "- `torchyard matrix sync --onnxruntime 1.32.0 --package onnxruntime-gpu` failed (exit 1): "
+        "torchyard: error: no\n"
+    )
 
 
 def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.CaptureFixture[str]) -> None:
