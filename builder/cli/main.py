@@ -50,7 +50,8 @@ _COMMANDS = {
             "/workspace and your UID:GID."),
     "verify-image": ("builder.cli.verify_cmd:verify_cmd",
                      "Check that REF (repo:tag or repo@digest) is signed with the team's key and carries an SBOM and "
-                     "a SLSA provenance statement about its exact digest, each signed too (docs/trust.md)."),
+                     "a SLSA provenance statement about its exact digest, each signed too, as OCI referrers and as "
+                     "cosign attestations (docs/trust.md)."),
 }  # fmt: skip
 
 

@@ -3,7 +3,8 @@
 (docker-registry 2.8), through the referrers tag schema the OCI distribution spec gives for that case: an
 image index under the tag `sha256-<hex of the subject>` that lists each referrer's descriptor.
 
-cosign's signatures (builder/trust/cosign.py) use a tag of their own, `sha256-<hex>.sig`; `sig_tag` names it.
+cosign's signatures (builder/trust/cosign.py) use a tag of their own, `sha256-<hex>.sig`; `sig_tag` names it. Its
+attestations (builder/trust/cosign_att.py) another, `sha256-<hex>.att`: `att_tag`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def referrers_tag(digest: str) -> str:
 
 def sig_tag(digest: str) -> str:
     return f"{referrers_tag(digest)}.sig"
+
+
+def att_tag(digest: str) -> str:
+    return f"{referrers_tag(digest)}.att"
 
 
 def descriptor(manifest: Manifest) -> dict[str, Any]:

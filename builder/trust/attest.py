@@ -1,6 +1,8 @@
 """Attach an image's SBOM and provenance in its registry, and sign the image and both attachments, after the
 smoke suite passed and before any alias moves (builder/pipeline/pipeline.py calls this between the immutable tag's
-push and the aliases').
+push and the aliases'). With a key, both are also written as cosign attestations (DSSE envelopes under the
+image's `sha256-<hex>.att` tag: builder/trust/cosign_att.py), the form `cosign verify-attestation` and admission
+controllers read; the referrers stay, for registries and tools that list OCI 1.1 artifacts.
 
 Idempotent: what the registry already holds for the digest (an SBOM, a provenance statement, a signature by
 this key) is not written again, so a rerun after a refused upload finishes the job without rebuilding, and
@@ -9,17 +11,22 @@ reads the image's contents only when an SBOM is still missing.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from builder.core.errors import PushError
 from builder.oci.client import Distribution, Manifest
 from builder.oci.referrers import artifact_content, attach, referrers
 from builder.oci.refs import RepoRef
-from builder.trust import cosign, sbom, slsa
+from builder.trust import cosign, cosign_att, intoto, sbom, slsa
 from builder.trust.inventory import Inventory
 from builder.trust.keys import SigningKey
+
+# what each attachment (by its artifact type) is as a cosign attestation: its predicate type
+PREDICATE_TYPES = {sbom.MEDIA_TYPE: intoto.CYCLONEDX, slsa.MEDIA_TYPE: slsa.PREDICATE_TYPE}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,8 +50,8 @@ class Attested:
     sbom: str = ""  # the artifact manifests' digests
     provenance: str = ""
     signed: list[str] = field(default_factory=list)  # digests signed in this run
-    written: list[str] = field(default_factory=list)  # what this run wrote: sbom, provenance, signature
-    bytes: int = 0  # written to the registry: documents, artifact manifests, fallback indexes, signatures
+    written: list[str] = field(default_factory=list)  # what this run wrote: sbom, provenance, signature, attestation
+    bytes: int = 0  # written to the registry: documents, artifact manifests, fallback indexes, signatures, .att
     read_seconds: float = 0.0  # of which reading the image's contents (a container run)
     seconds: float = 0.0
     fallback: bool | None = None  # listed under the sha256-<hex> tag (no referrers API); None: nothing attached now
@@ -64,29 +71,68 @@ class Target:
 def attest(target: Target, settings: TrustSettings, facts: slsa.BuildFacts) -> Attested:
     start = time.monotonic()
     done = Attested(target.manifest.digest)
+    made: dict[str, bytes] = {}  # the documents this run wrote, by artifact type: not read back for the .att
     inventory: Inventory | None = None
     found = _existing(target, sbom.MEDIA_TYPE)
     if found is None:
         inventory = _read(target, done)
         text = sbom.make_sbom(inventory, target.subject, settings.facts, facts.finished or datetime.now(UTC))
-        found = _attach(target, sbom.MEDIA_TYPE, text.encode(), done, "sbom")
+        made[sbom.MEDIA_TYPE] = text.encode()
+        found = _attach(target, sbom.MEDIA_TYPE, made[sbom.MEDIA_TYPE], done, "sbom")
     done.sbom = found
     found = _existing(target, slsa.MEDIA_TYPE)
     if found is None:
         inventory = inventory or _read(target, done)
-        statement = slsa.make_statement(target.subject.repo, done.digest, facts, inventory)
-        found = _attach(target, slsa.MEDIA_TYPE, statement.encode(), done, "provenance")
+        made[slsa.MEDIA_TYPE] = slsa.make_statement(target.subject.repo, done.digest, facts, inventory).encode()
+        found = _attach(target, slsa.MEDIA_TYPE, made[slsa.MEDIA_TYPE], done, "provenance")
     done.provenance = found
     if settings.key is not None:
-        for digest in (done.digest, done.sbom, done.provenance):
-            written = cosign.sign(target.client, target.repo, digest, settings.key)
-            if written:
-                done.signed.append(digest)
-                done.bytes += written
-        if done.signed:
-            done.written.append("signature")
+        _sign(target, settings.key, done, made)
     done.seconds = time.monotonic() - start
     return done
+
+
+def _sign(target: Target, key: SigningKey, done: Attested, made: Mapping[str, bytes]) -> None:
+    for digest in (done.digest, done.sbom, done.provenance):
+        written = cosign.sign(target.client, target.repo, digest, key)
+        if written:
+            done.signed.append(digest)
+            done.bytes += written
+    if done.signed:
+        done.written.append("signature")
+    written = write_att(target.client, target.repo, done.digest, key, made)
+    if written:
+        done.written.append("attestation")
+        done.bytes += written
+
+
+def write_att(client: Distribution, repo: RepoRef, digest: str, key: SigningKey, made: Mapping[str, bytes]) -> int:
+    """The SBOM and the provenance attached to `digest`, also as cosign attestations signed with `key`, where the
+    .att tag lacks them: the bytes written (0: none lacking). `made`: documents by artifact type that this run
+    made (the others are read back from the registry)."""
+    lacking = cosign_att.missing(client, repo, digest, key, list(PREDICATE_TYPES.values()))
+    statements = {
+        predicate_type: _statement(client, repo, digest, artifact_type, made)
+        for artifact_type, predicate_type in PREDICATE_TYPES.items()
+        if predicate_type in lacking
+    }
+    return cosign_att.add(client, repo, digest, key, statements) if statements else 0
+
+
+def _statement(
+    client: Distribution, repo: RepoRef, digest: str, artifact_type: str, made: Mapping[str, bytes]
+) -> bytes:
+    """The in-toto statement to sign: the provenance is one already (signed byte for byte, as it is attached);
+    the SBOM becomes the predicate of one about this repository and digest."""
+    content = made.get(artifact_type)
+    if content is None:
+        found = read_attached(client, repo, digest, artifact_type)
+        if found is None:
+            raise PushError(f"{repo}@{digest[:19]}: no {artifact_type} attached to sign as a cosign attestation")
+        content = found[1]
+    if artifact_type == slsa.MEDIA_TYPE:
+        return content
+    return intoto.statement(str(repo), digest, intoto.CYCLONEDX, json.loads(content))
 
 
 def _read(target: Target, done: Attested) -> Inventory:

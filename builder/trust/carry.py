@@ -2,7 +2,9 @@
 
 `torchyard build --push --attest` attaches the SBOM and provenance to the candidate it pushed; `torchyard
 promote --attest` copies both (byte for byte: they name the image's digest, which promotion keeps) into the
-public repository and, with a key, signs the image and both attachments there. A signature names its
+public repository and, with a key, signs the image and both attachments there, and writes both as cosign
+attestations there (the .att tag: builder/trust/attest.py's write_att; the provenance statement byte for byte, so
+its subject still names the candidates repository where the image was built). A signature names its
 repository, so one made in the candidates repository would not verify in the public one: signing happens
 here, after the GPU smoke suite passed and before the public tag is written (oci/promote.py's `before_tag`).
 """
@@ -18,6 +20,7 @@ from builder.oci.promote import BeforeTag, Promotion, copy_blobs
 from builder.oci.referrers import put_referrer, referrers
 from builder.oci.refs import RepoRef
 from builder.trust import cosign, sbom, slsa
+from builder.trust.attest import write_att
 from builder.trust.keys import SigningKey
 
 CARRIED = {sbom.MEDIA_TYPE: "SBOM", slsa.MEDIA_TYPE: "provenance"}
@@ -28,6 +31,7 @@ class Carried:
     copied: list[str] = field(default_factory=list)  # artifact digests copied in this run
     present: list[str] = field(default_factory=list)  # already in the target repository
     signed: list[str] = field(default_factory=list)  # digests signed in this run
+    attested: list[str] = field(default_factory=list)  # images whose cosign attestations (.att) this run wrote
     key: bool = False  # whether a key signed (a run without one carries the attestations unsigned)
     bytes: int = 0
 
@@ -38,7 +42,8 @@ class Carried:
         moved = f"attestations: {len(self.copied)} copied, {len(self.present)} already there"
         if not self.key:
             return f"{moved}; not signed (no --sign-key or $TORCHYARD_SIGN_KEY)"
-        return f"{moved}; {len(self.signed)} signature(s) written ({self.bytes} bytes in all)"
+        written = f"{len(self.signed)} signature(s) written, cosign attestations of {len(self.attested)} image(s)"
+        return f"{moved}; {written} ({self.bytes} bytes in all)"
 
 
 def carry(client: Distribution, source: RepoRef, target: RepoRef, key: SigningKey | None) -> tuple[Carried, BeforeTag]:
@@ -55,6 +60,11 @@ def carry(client: Distribution, source: RepoRef, target: RepoRef, key: SigningKe
             written = cosign.sign(client, target, digest, key)
             if written:
                 done.signed.append(digest)
+                done.bytes += written
+        for image in images:
+            written = write_att(client, target, image.digest, key, {})
+            if written:
+                done.attested.append(image.digest)
                 done.bytes += written
 
     return done, before_tag

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from builder.oci.client import OCI_MANIFEST, Distribution, digest_of
+from builder.oci.client import OCI_MANIFEST, Distribution, Manifest, digest_of
 from builder.oci.referrers import sig_tag
 from builder.oci.refs import DOCKER_HUB, RepoRef
 from builder.trust.keys import SigningKey, verifies
@@ -88,16 +88,22 @@ def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> i
     """Store a signature of `digest` by `key`: the bytes written (payload, config, manifest); 0 when one by this
     key was already there."""
     existing = client.manifest(repo, sig_tag(digest))
-    public = _public(key)
-    if any(verifies(public, s.payload, s.signature) for s in signatures(client, repo, digest)):
+    if any(verifies(key.public(), s.payload, s.signature) for s in signatures(client, repo, digest)):
         return 0
     body = payload(identity(repo), digest)
-    layers = list(existing.data.get("layers") or []) if existing is not None else []
     layer = {"mediaType": PAYLOAD_TYPE, "digest": digest_of(body), "size": len(body),
              "annotations": {SIGNATURE_ANNOTATION: key.sign(body)}}  # fmt: skip
-    layers.append(layer)
+    return append_layers(client, repo, sig_tag(digest), existing, [(layer, body)])
+
+
+def append_layers(
+    client: Distribution, repo: RepoRef, tag: str, existing: Manifest | None, added: list[tuple[dict[str, Any], bytes]]
+) -> int:
+    """Write cosign's signature image under `tag`: the layers it held plus `added` (descriptor, blob), a config
+    naming them all, the manifest (cosign appends too: pkg/oci/mutate/signatures.go). The bytes written."""
+    layers = [*(existing.data.get("layers") or [] if existing is not None else []), *(d for d, _ in added)]
     config = _config([str(item["digest"]) for item in layers])
-    for blob in (body, config):
+    for blob in (*(b for _, b in added), config):
         if not client.blob_exists(repo, digest_of(blob), push=True):
             client.upload(repo, blob)
     manifest = {
@@ -107,8 +113,8 @@ def sign(client: Distribution, repo: RepoRef, digest: str, key: SigningKey) -> i
         "layers": layers,
     }
     raw = json.dumps(manifest, separators=(",", ":")).encode()
-    client.put_manifest(repo, sig_tag(digest), raw, OCI_MANIFEST)
-    return len(body) + len(config) + len(raw)
+    client.put_manifest(repo, tag, raw, OCI_MANIFEST)
+    return sum(len(b) for _, b in added) + len(config) + len(raw)
 
 
 def signer(client: Distribution, repo: RepoRef, key: SigningKey) -> Callable[[list[str]], list[str]]:
@@ -121,23 +127,15 @@ def signer(client: Distribution, repo: RepoRef, key: SigningKey) -> Callable[[li
 
 
 def _config(layer_digests: list[str]) -> bytes:
-    """cosign's config of a signature image: empty but for the layers' ids."""
+    """cosign's config of a signature image: empty but for the layers' ids, one history entry per layer (the
+    bytes cosign 2.5.0 wrote here for its attestations: tests/unit/test_cosign_att.py)."""
     never = "0001-01-01T00:00:00Z"
     data: dict[str, Any] = {
         "architecture": "",
         "created": never,
-        "history": [{"created": never}],
+        "history": [{"created": never} for _ in layer_digests],
         "os": "",
         "rootfs": {"type": "layers", "diff_ids": layer_digests},
         "config": {},
     }
     return json.dumps(data, separators=(",", ":")).encode()
-
-
-def _public(key: SigningKey) -> ec.EllipticCurvePublicKey:
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
-    loaded = load_pem_public_key(key.public_pem())
-    assert isinstance(loaded, ec.EllipticCurvePublicKey)
-    return loaded

@@ -38,6 +38,9 @@ class SigningKey:
 
         return base64.b64encode(self._key.sign(data, ec.ECDSA(hashes.SHA256()))).decode()
 
+    def public(self) -> ec.EllipticCurvePublicKey:
+        return self._key.public_key()
+
     def public_pem(self) -> bytes:
         from cryptography.hazmat.primitives import serialization
 

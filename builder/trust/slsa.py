@@ -10,14 +10,13 @@ given a made-up digest.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from builder.trust.intoto import STATEMENT_TYPE, subject
 from builder.trust.inventory import Inventory
 
-STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 MEDIA_TYPE = "application/vnd.in-toto+json"
 BUILD_TYPE = "urn:torchyard:build-type:v1"  # its parameters are described in docs/trust.md
@@ -51,7 +50,7 @@ def make_statement(image_name: str, digest: str, facts: BuildFacts, inventory: I
               if d.sha256] if inventory else []  # fmt: skip
     statement = {
         "_type": STATEMENT_TYPE,
-        "subject": [{"name": image_name, "digest": {"sha256": digest.removeprefix("sha256:")}}],
+        "subject": subject(image_name, digest),
         "predicateType": PREDICATE_TYPE,
         "predicate": {
             "buildDefinition": {
@@ -86,8 +85,3 @@ def _metadata(facts: BuildFacts) -> dict[str, str]:
         if moment is not None:
             found[key] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return found
-
-
-def subject_digests(statement: Mapping[str, Any]) -> Sequence[str]:
-    """The sha256 digests a statement is about (verify-image compares them with the image's)."""
-    return [f"sha256:{s.get('digest', {}).get('sha256', '')}" for s in statement.get("subject") or []]

@@ -1,5 +1,7 @@
 """`torchyard verify-image REF`: is the image under REF signed with the team's key, and does it carry an SBOM
-and a provenance statement about exactly its digest (each signed too)? Read from the registry only.
+and a provenance statement about exactly its digest (each signed too)? Read from the registry only. Both are
+checked in the two forms torchyard writes: OCI referrers with cosign signatures, and cosign attestations (signed
+DSSE envelopes under the `.att` tag: what `cosign verify-attestation` reads).
 
 Each image is checked by its manifest digest: a copy with one label changed has another digest, so neither the
 signature nor the attachments of the original count for it. For an index, its own signature (of the index
@@ -10,25 +12,29 @@ Without --key the signatures cannot be checked: they are "not checked", and the 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from builder.core.errors import BuildError, PushError
 from builder.oci.client import Distribution
+from builder.oci.referrers import att_tag
 from builder.oci.refs import ImageRef, RepoRef
-from builder.trust import cosign, sbom, slsa
-from builder.trust.attest import read_attached
+from builder.trust import cosign, cosign_att, intoto, sbom, slsa
+from builder.trust.attest import PREDICATE_TYPES, read_attached
 
 if TYPE_CHECKING:  # cryptography loads where a key is used (builder/trust/keys.py)
     from cryptography.hazmat.primitives.asymmetric import ec
 
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
+Problem = Callable[[bytes, str], str | None]  # (content, the image's digest) -> what is wrong, None when nothing
 
 
 @dataclass(frozen=True)
 class Check:
     digest: str
-    name: str  # signature | sbom | provenance | sbom signature | provenance signature | index signature
+    name: str  # signature | sbom | sbom signature | provenance | provenance signature | index signature
+    #            | sbom attestation | provenance attestation
     status: str
     detail: str = ""
 
@@ -69,10 +75,7 @@ def _check_image(
     client: Distribution, repo: RepoRef, digest: str, key: ec.EllipticCurvePublicKey | None, verdict: Verdict
 ) -> None:
     verdict.checks.append(_signature(client, repo, digest, digest, key, "signature"))
-    for name, media_type, problem in (
-        ("sbom", sbom.MEDIA_TYPE, _sbom_problem),
-        ("provenance", slsa.MEDIA_TYPE, _provenance_problem),
-    ):
+    for name, media_type, problem in _KINDS:
         attached = read_attached(client, repo, digest, media_type)
         if attached is None:
             verdict.checks.append(Check(digest, name, FAILED, f"no {media_type} artifact refers to {digest}"))
@@ -80,6 +83,8 @@ def _check_image(
         why = problem(attached[1], digest)
         verdict.checks.append(Check(digest, name, FAILED if why else PASSED, why or attached[0]))
         verdict.checks.append(_signature(client, repo, attached[0], digest, key, f"{name} signature"))
+    for name, media_type, problem in _KINDS:
+        verdict.checks.append(_attestation(client, repo, digest, key, f"{name} attestation", media_type, problem))
 
 
 def _signature(
@@ -89,6 +94,38 @@ def _signature(
         return Check(image, name, NOT_CHECKED, "no --key PUB given: the signature was not checked")
     why = cosign.signed_by(client, repo, signed, key)
     return Check(image, name, FAILED if why else PASSED, why or f"signed with the key ({signed})")
+
+
+def _attestation(
+    client: Distribution,
+    repo: RepoRef,
+    digest: str,
+    key: ec.EllipticCurvePublicKey | None,
+    name: str,
+    media_type: str,
+    problem: Problem,
+) -> Check:
+    """The cosign attestation of this kind: its envelope signed by the key, its statement about this digest, its
+    content as the referrer's is checked. Without a key: not checked (torchyard writes .att only with a key)."""
+    predicate_type = PREDICATE_TYPES[media_type]
+    found = cosign_att.find(client, repo, digest, predicate_type, key)
+    if found.statement is None:
+        if key is None and not found.tag_exists:
+            return Check(digest, name, NOT_CHECKED, f"{found.problem} (torchyard writes it only with a key)")
+        return Check(digest, name, FAILED, found.problem)
+    why = problem(_content(found.statement, predicate_type), digest)
+    if why:
+        return Check(digest, name, FAILED, why)
+    if key is None:
+        return Check(digest, name, NOT_CHECKED, "no --key PUB given: the envelope's signature was not checked")
+    return Check(digest, name, PASSED, f"signed with the key ({predicate_type}, {att_tag(digest)})")
+
+
+def _content(statement: bytes, predicate_type: str) -> bytes:
+    """What the referrer's check reads: the provenance is the statement; the SBOM, the statement's predicate."""
+    if predicate_type == slsa.PREDICATE_TYPE:
+        return statement
+    return json.dumps(json.loads(statement).get("predicate")).encode()
 
 
 def _sbom_problem(content: bytes, digest: str) -> str | None:
@@ -108,7 +145,13 @@ def _provenance_problem(content: bytes, digest: str) -> str | None:
         statement = json.loads(content)
     except ValueError:
         return "the provenance is not JSON"
-    if statement.get("_type") != slsa.STATEMENT_TYPE or statement.get("predicateType") != slsa.PREDICATE_TYPE:
+    if statement.get("_type") != intoto.STATEMENT_TYPE or statement.get("predicateType") != slsa.PREDICATE_TYPE:
         return f"not an in-toto v1 SLSA provenance statement ({statement.get('predicateType')!r})"
-    subjects = slsa.subject_digests(statement)
+    subjects = intoto.subject_digests(statement)
     return None if digest in subjects else f"the statement is about {', '.join(subjects)}, not {digest}"
+
+
+_KINDS: tuple[tuple[str, str, Problem], ...] = (
+    ("sbom", sbom.MEDIA_TYPE, _sbom_problem),
+    ("provenance", slsa.MEDIA_TYPE, _provenance_problem),
+)

@@ -161,3 +161,30 @@ def foreign(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
     assert built.returncode == 0, built.stderr[-2000:]
     yield name
     docker("rmi", name)
+
+
+@dataclass(frozen=True)
+class Signed:
+    ref: str  # the runtime image, attested and signed
+    key: Path
+    public: Path
+    run: Run
+    out_dir: Path
+
+
+@pytest.fixture(scope="session")
+def signed(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Signed:
+    """The e2e runtime image signed with a fresh test key: the build finds it up to date in the registry and
+    only attests it (SBOM, provenance, their signatures and cosign attestations). test_trust.py and
+    test_cosign.py verify it."""
+    folder = tmp_path_factory.mktemp("trust")
+    key, public = folder / "key.pem", folder / "key.pub"
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)], check=True)
+    key.chmod(0o600)
+    subprocess.run(["openssl", "ec", "-in", str(key), "-pubout", "-out", str(public)], check=True, capture_output=True)
+    args = list(e2e.args)
+    args[args.index("--target") + 1] = "runtime"
+    args[args.index("-o") + 1] = str(folder / "out")
+    run = torchyard("build", *args, "--sign-key", str(key), env={"TORCHYARD_REGISTRY_PASSWORD": registry_password()})
+    assert run.code == 0, run.text[-3000:]
+    return Signed(e2e.ref("runtime"), key, public, run, folder / "out")

@@ -49,7 +49,7 @@ def test_a_promoted_image_is_signed_in_the_public_repository(e2e: E2E, tmp_path:
     assert key.read_text().splitlines()[1] not in run.text
     verified = torchyard("verify-image", target, "--key", str(public), "--registry-user", AUTH_USER, env=_env())
     assert verified.code == 0, verified.text
-    assert [line.split()[0] for line in verified.out.splitlines()[:-1]] == ["passed"] * 5
+    assert [line.split()[0] for line in verified.out.splitlines()[:-1]] == ["passed"] * 7
     creds = f"{AUTH_USER}:{registry_password()}"
     plain = subprocess.run(
         [str(ROOT / "scripts" / "verify-signature"), target, str(public), "--tls-verify=false", "--creds", creds],

@@ -13,11 +13,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import E2E, RUN_ID
+from conftest import E2E, RUN_ID, Signed
 from kit import AUTH_USER, ROOT, Run, docker, registry_password, torchyard
 from sigstore_policy import policy_copy
 
@@ -33,15 +32,6 @@ from builder.trust.slsa import MEDIA_TYPE as PROVENANCE_TYPE
 pytestmark = pytest.mark.docker
 
 
-@dataclass(frozen=True)
-class Signed:
-    ref: str  # the runtime image, attested and signed
-    key: Path
-    public: Path
-    run: Run
-    out_dir: Path
-
-
 def _client() -> Distribution:
     return Distribution(auth=RegistryAuth(AUTH_USER, registry_password()), docker_login=False)
 
@@ -50,28 +40,14 @@ def _env() -> dict[str, str]:
     return {"TORCHYARD_REGISTRY_PASSWORD": registry_password()}
 
 
-@pytest.fixture(scope="module")
-def signed(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Signed:
-    folder = tmp_path_factory.mktemp("trust")
-    key, public = folder / "key.pem", folder / "key.pub"
-    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", str(key)], check=True)
-    key.chmod(0o600)
-    subprocess.run(["openssl", "ec", "-in", str(key), "-pubout", "-out", str(public)], check=True, capture_output=True)
-    args = list(e2e.args)
-    args[args.index("--target") + 1] = "runtime"
-    args[args.index("-o") + 1] = str(folder / "out")
-    run = torchyard("build", *args, "--sign-key", str(key), env=_env())
-    assert run.code == 0, run.text[-3000:]
-    return Signed(e2e.ref("runtime"), key, public, run, folder / "out")
-
-
 def test_the_rerun_attests_without_building_and_the_key_is_nowhere(signed: Signed) -> None:
     assert "is up to date in the registry: no build, no push" in signed.run.out
     # test_promote_trust (earlier in the session) may have attached the SBOM and provenance unsigned already:
-    # then this run signs them and writes nothing else
+    # then this run signs them, writes them as cosign attestations, and writes nothing else
     attested = (
         r"\[runtime\] attested sha256:\w+: sbom sha256:\w+, provenance sha256:\w+ (under the sha256-<hex> "
-        r"tag \(no referrers API\); wrote sbom, provenance, signature|\(attached before\); wrote signature)"
+        r"tag \(no referrers API\); wrote sbom, provenance, signature, attestation|\(attached before\); wrote "
+        r"signature, attestation) \("
     )
     assert re.search(attested, signed.run.out), signed.run.out
     secret = signed.key.read_text().splitlines()[1]
@@ -84,7 +60,7 @@ def test_the_rerun_attests_without_building_and_the_key_is_nowhere(signed: Signe
 def test_verify_image_and_the_standard_tools_accept_the_signed_image(signed: Signed) -> None:
     run = torchyard("verify-image", signed.ref, "--key", str(signed.public), "--registry-user", AUTH_USER, env=_env())
     assert run.code == 0, run.text
-    assert [line.split()[0] for line in run.out.splitlines()[:-1]] == ["passed"] * 5
+    assert [line.split()[0] for line in run.out.splitlines()[:-1]] == ["passed"] * 7  # referrers and .att
     plain = _standard(signed.ref, signed.public)
     assert plain.returncode == 0 and plain.stdout.startswith(f"VERIFIED {signed.ref}: sha256:"), plain.stdout
     policy = _policy(signed.ref, signed.public)

@@ -79,9 +79,9 @@ def test_the_promoted_image_carries_its_attestations_signed_in_the_public_reposi
     key, public = _key(tmp_path)
     done, before_tag = carry(client, CAND, PUB, key)
     result = promote(client, parse_ref(f"{HOST}/team/cand:t1"), parse_ref(f"{HOST}/team/pub:t1"), None, before_tag)
-    assert len(done.copied) == 2 and done.present == [] and len(done.signed) == 3
+    assert len(done.copied) == 2 and done.present == [] and len(done.signed) == 3 and done.attested == [result.digest]
     verdict = verify_image(client, parse_ref(f"{HOST}/team/pub:t1"), public_key(public))
-    assert [c.status for c in verdict.checks] == [PASSED] * 5, verdict.as_json()
+    assert [c.status for c in verdict.checks] == [PASSED] * 7, verdict.as_json()
     assert result.digest in done.signed and "3 signature(s) written" in done.summary()
     # the candidate's own copies stay unsigned: a signature names its repository
     assert cosign.signed_by(client, CAND, result.digest, public_key(public)) is not None
@@ -119,7 +119,7 @@ def test_a_refused_signature_leaves_the_tag_unwritten_and_a_rerun_finishes(tmp_p
     done, before_tag = carry(client, CAND, PUB, key)
     promote(client, src, dst, None, before_tag)
     assert done.present and not done.copied  # the attestations were copied by the refused run
-    assert [c.status for c in verify_image(client, dst, public_key(public)).checks] == [PASSED] * 5
+    assert [c.status for c in verify_image(client, dst, public_key(public)).checks] == [PASSED] * 7
 
 
 def test_a_tag_promoted_without_attestations_gets_them_on_the_rerun(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_a_tag_promoted_without_attestations_gets_them_on_the_rerun(tmp_path: Pa
     done, before_tag = carry(client, CAND, PUB, key)
     assert promote(client, src, dst, None, before_tag).unchanged
     assert len(done.copied) == 2 and len(done.signed) == 3
-    assert [c.status for c in verify_image(client, dst, public_key(public)).checks] == [PASSED] * 5
+    assert [c.status for c in verify_image(client, dst, public_key(public)).checks] == [PASSED] * 7
 
 
 def test_an_index_is_signed_with_each_platform_image_and_its_attestations(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ def test_an_index_is_signed_with_each_platform_image_and_its_attestations(tmp_pa
     assert done.signed[0] == index and len(done.signed) == 7 and len(done.copied) == 4
     assert cosign.signed_by(client, PUB, index, public_key(public)) is None
     checks = verify_image(client, parse_ref(f"{HOST}/team/pub:t1"), public_key(public)).checks
-    assert [c.status for c in checks] == [PASSED] * 11 and checks[0].name == "index signature"  # then 5 per platform
+    assert [c.status for c in checks] == [PASSED] * 15 and checks[0].name == "index signature"  # then 7 per platform
 
 
 def test_the_command_refuses_a_key_others_can_read_before_asking_the_registry(

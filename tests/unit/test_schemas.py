@@ -169,6 +169,21 @@ def _verify(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any
         )
 
 
+def _outdated(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
+    """The real matrix without torch 2.0.0, against PyPI's recorded torch page: one finding with a release missing."""
+    from http_kit import Net
+    from test_outdated import REAL, pypi
+
+    start = REAL.index('[[torch]]\nversion = "2.0.0"')
+    (tmp_path / "matrix.toml").write_text(REAL[:start] + REAL[REAL.index("[[torch]]", start + 1) :])
+    net = Net().on(pypi)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("requests.Session", net.session)
+        patch.setattr("builder.net.http.time.sleep", net.waits.append)
+        matrix = str(tmp_path / "matrix.toml")
+        return cli(capsys, "--matrix", matrix, "matrix", "outdated", "--only", "torch", "--json")
+
+
 def _promote(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> dict[str, Any]:
     import docker  # imported before requests.Session is patched: its API client subclasses the real one
     from http_kit import Net
@@ -214,6 +229,7 @@ RUNNERS: dict[str, Callable[[pytest.CaptureFixture[str], Path], dict[str, Any]]]
     "The image manifest (`/etc/torchyard/manifest.json`, `manifest` of plan.json)": _manifest,
     "`torchyard publish --report FILE`": _publish_report,
     "`torchyard matrix verify --json`": _verify,
+    "`torchyard matrix outdated --json`": _outdated,
     "`torchyard promote SRC DST --json`": _promote,
     "`torchyard verify-image REF --json`": _verify_image,
 }

@@ -93,7 +93,8 @@ def test_verify_image_checks_the_index_signature_then_each_platform(tmp_path: Pa
     _publish(client, key, [])
     public = public_key(tmp_path / "key.pem.pub")
     verdict = verify_image(client, parse_ref(f"{HOST}/{REPO}:t"), public)
-    each = ["signature", "sbom", "sbom signature", "provenance", "provenance signature"]
+    each = ["signature", "sbom", "sbom signature", "provenance", "provenance signature", "sbom attestation",
+            "provenance attestation"]  # fmt: skip
     assert [(c.name, c.status) for c in verdict.checks] == [(n, PASSED) for n in ["index signature", *each, *each]]
     _publish(client, None, [], content="another set")  # a new index under the tag, not signed
     verdict = verify_image(client, parse_ref(f"{HOST}/{REPO}:t"), public)

@@ -82,7 +82,12 @@ def test_the_image_is_attested_and_signed_between_its_immutable_tag_and_its_alia
     assert inventory[1:3] == ("python", "-c")  # the inventory, after the immutable push
     assert inventory[-1] == "--no-torch"  # the stack comes from this run's smoke suite: torch is not imported again
     assert engine.pushed() == [IMMUTABLE, ALIAS]
-    assert outcome.attested is not None and outcome.attested.written == ["sbom", "provenance", "signature"]
+    assert outcome.attested is not None and outcome.attested.written == [
+        "sbom",
+        "provenance",
+        "signature",
+        "attestation",
+    ]
     assert any(line.startswith(f"[runtime] attested {outcome.attested.digest}: sbom ") for line in log)
     verdict = verify_image(fake_registry.client, _ref(), public_key(tmp_path / "key.pem.pub"))
     assert verdict.checks and not verdict.failed and not verdict.unchecked

@@ -115,7 +115,7 @@ def test_attest_writes_sbom_provenance_and_signatures_once(tmp_path: Path) -> No
     key = signing_key(write_key(tmp_path), {})
     settings = TrustSettings(key=key, facts={"matrix-commit": "a" * 40})
     done = attest(target, settings, FACTS)
-    assert done.written == ["sbom", "provenance", "signature"] and done.fallback
+    assert done.written == ["sbom", "provenance", "signature", "attestation"] and done.fallback
     assert done.signed == [target.manifest.digest, done.sbom, done.provenance]
     assert reads == [1]  # the image's contents were read once, for both
     stored = [len(raw) for (repo, ref), (raw, _) in memory.manifests.items() if ref.startswith("sha256-")]
@@ -146,10 +146,18 @@ def test_verify_accepts_the_attested_image_and_refuses_a_copy_and_an_unsigned_on
         ("sbom signature", PASSED),
         ("provenance", PASSED),
         ("provenance signature", PASSED),
+        ("sbom attestation", PASSED),
+        ("provenance attestation", PASSED),
     ]
     unsigned = _target(memory, client, "t2")
     verdict = verify_image(client, parse_ref(f"{HOST}/{REPO}:t2"), key)
-    assert {c.name: c.status for c in verdict.checks} == {"signature": FAILED, "sbom": FAILED, "provenance": FAILED}
+    assert {c.name: c.status for c in verdict.checks} == {
+        "signature": FAILED,
+        "sbom": FAILED,
+        "provenance": FAILED,
+        "sbom attestation": FAILED,
+        "provenance attestation": FAILED,
+    }
     assert verify_image(client, parse_ref(f"{HOST}/{REPO}@{target.manifest.digest}"), None).unchecked
     assert unsigned.manifest.digest != target.manifest.digest
 
@@ -206,5 +214,5 @@ def test_verify_image_json_says_each_check(tmp_path: Path, monkeypatch: pytest.M
     with pytest.raises(SystemExit) as caught:
         main(["verify-image", f"{HOST}/{REPO}:t1", "--key", str(tmp_path / "key.pem.pub"), "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert caught.value.code == 0 and data["status"] == PASSED and len(data["checks"]) == 5
+    assert caught.value.code == 0 and data["status"] == PASSED and len(data["checks"]) == 7
     assert NOT_CHECKED not in {c["status"] for c in data["checks"]}
