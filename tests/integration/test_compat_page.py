@@ -24,7 +24,7 @@ pytestmark = pytest.mark.docker
 CHROMIUM, DRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 QUERIES = [
     {"driver": "535", "gpu": "GeForce RTX 4090", "python": "", "platform": "linux/amd64"},
-    {"driver": "580", "gpu": "NVIDIA H100", "python": "3.11", "platform": "linux/amd64"},
+    {"driver": "580", "gpu": "NVIDIA H100", "python": "3.13", "platform": "linux/amd64"},  # Debian 13's Python
     {"driver": "570", "gpu": "", "python": "3.10", "platform": "linux/amd64"},
 ]
 

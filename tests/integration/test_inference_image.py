@@ -49,7 +49,8 @@ def test_the_pipeline_built_pushed_and_smoke_tested_the_inference_image(e2e: E2E
     assert checks["gpu.onnx"]["status"] == "skipped"  # no GPU here: skipped, never passed
     plan = json.loads((e2e.out_dir / "plan.json").read_text())
     assert plan["targets"]["inference"]["labels"]["io.torchyard.inference"] == (
-        "onnx==1.23.2 onnxscript==0.7.2 onnxruntime-gpu==1.31.1"
+        # ORT's CUDA provider loads libcurand.so.10, which torch 2.15's cu132 pins leave out: torch's own cuda-toolkit
+        "onnx==1.23.2 onnxscript==0.7.2 cuda-toolkit[curand]==13.2.2 onnxruntime-gpu==1.31.1"
     )
 
 

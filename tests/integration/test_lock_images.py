@@ -5,8 +5,9 @@ e2e runtime image (the real CUDA 13 torch).
 Installing the exported set in full writes some 6 GB (torch and the CUDA 13 libraries), so the test splits what it
 proves: pip, asked to resolve the exported pins afresh from PyPI (`--dry-run --report`), chooses exactly the files
 the lock names (same sha256) and nothing more; and the distributions under 3 MB are really installed from
-requirements.txt with `--require-hashes` into a fresh venv, whose `pip freeze` is then the image's for those
-distributions. (The dry run still downloads the wheels, about 2 min here: PyPI's PEP 658 metadata files are not
+requirements.txt with `--require-hashes` into a fresh folder, whose `pip freeze --path` is then the image's for those
+distributions. Both run on the host for the image's Python and platform (pip's --python-version, --platform).
+(The dry run still downloads the wheels, about 2 min here: PyPI's PEP 658 metadata files are not
 served on this network, so pip reads each wheel for its dependencies.)
 
 On the e2e image, `pip freeze` names the extension built in the image as `addone @ file:///tmp/wheels/...` (a direct
@@ -29,8 +30,10 @@ from conftest import E2E, HOST_CA
 from index_server import Index, serving
 from kit import docker, torchyard
 from layer_kit import Built, build, family_index
+from packaging.version import Version
 
 from builder.core.kinds import Installer
+from builder.upstream.wheels import linux_platforms
 
 pytestmark = pytest.mark.docker
 
@@ -146,11 +149,22 @@ def test_lock_export_reproduces_the_image_pip_freeze(e2e: E2E, tmp_path: Path) -
         line for line in freeze if _name(line) != "addone"
     }
     assert "torchaudio" in locked  # its PyPI wheel records a linux_x86_64 tag (docs/lock.md)
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "pip"), "--isolated", "--disable-pip-version-check", "--cert", str(HOST_CA)]
-    _pip_chooses_the_locked_files(pip, lock, locked, tmp_path)
-    _small_ones_install_with_their_hashes(pip, venv, out, locked, freeze)
+    pip = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--cert", str(HOST_CA)]
+    _pip_chooses_the_locked_files([*pip, *_as_the_image(ref)], lock, locked, tmp_path)
+    _small_ones_install_with_their_hashes(pip, _as_the_image(ref), tmp_path / "target", out, locked, freeze)
+
+
+def _as_the_image(ref: str) -> list[str]:
+    """pip's flags for the image's Python and platform: the image's Python (3.13) is not the host's (3.11), and
+    pip resolves and installs for another Python only from wheels, into --target or as a dry run."""
+    asked = _in_image(ref, "python", "-c", "import sys, os; print(sys.version_info[0], sys.version_info[1])")
+    major, minor = asked.stdout.split()
+    glibc = _in_image(ref, "python", "-c", "import platform; print(platform.libc_ver()[1])").stdout.strip()
+    platforms = linux_platforms("linux/amd64", Version(glibc))
+    return [
+        "--only-binary=:all:", "--python-version", f"{major}.{minor}", "--implementation", "cp",
+        "--abi", f"cp{major}{minor}", *[f for p in platforms for f in ("--platform", p)],
+    ]  # fmt: skip
 
 
 def _pip_chooses_the_locked_files(pip: list[str], lock: dict, locked: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
@@ -176,7 +190,8 @@ def _pip_chooses_the_locked_files(pip: list[str], lock: dict, locked: dict, tmp_
 
 def _small_ones_install_with_their_hashes(
     pip: list[str],
-    venv: Path,
+    image: list[str],
+    target: Path,
     out: Path,
     locked: dict,  # type: ignore[type-arg]
     freeze: set[str],
@@ -192,12 +207,23 @@ def _small_ones_install_with_their_hashes(
     subset = out / "small.txt"
     subset.write_text("\n".join(kept) + "\n")
     done = subprocess.run(
-        [*pip, "install", "--require-hashes", "--no-deps", "--quiet", "-r", str(subset)],
+        [
+            *pip,
+            "install",
+            *image,
+            "--target",
+            str(target),
+            "--require-hashes",
+            "--no-deps",
+            "--quiet",
+            "-r",
+            str(subset),
+        ],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    fresh = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--all"], capture_output=True, text=True, check=True)
+    fresh = subprocess.run([*pip, "freeze", "--all", "--path", str(target)], capture_output=True, text=True, check=True)
     got = {_normal(line) for line in fresh.stdout.splitlines() if _name(_normal(line)) in small}
     assert got == {line for line in freeze if _name(line) in small}
