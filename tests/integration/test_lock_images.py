@@ -150,7 +150,7 @@ def test_lock_export_reproduces_the_image_pip_freeze(e2e: E2E, tmp_path: Path) -
     }
     assert "torchaudio" in locked  # its PyPI wheel records a linux_x86_64 tag (docs/lock.md)
     pip = [sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--cert", str(HOST_CA)]
-    _pip_chooses_the_locked_files([*pip, *_as_the_image(ref)], lock, locked, tmp_path)
+    _pip_chooses_the_locked_files(pip, _as_the_image(ref), lock, locked, tmp_path)
     _small_ones_install_with_their_hashes(pip, _as_the_image(ref), tmp_path / "target", out, locked, freeze)
 
 
@@ -167,13 +167,13 @@ def _as_the_image(ref: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _pip_chooses_the_locked_files(pip: list[str], lock: dict, locked: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
+def _pip_chooses_the_locked_files(pip: list[str], image: list[str], lock: dict, locked: dict, tmp_path: Path) -> None:  # type: ignore[type-arg]
     report = tmp_path / "report.json"
     indexes = sorted({p["index"] for p in lock["packages"]})
     flags = ["--index-url", indexes[0], *[f for i in indexes[1:] for f in ("--extra-index-url", i)]]
     pins = [f"{name}=={p['version']}" for name, p in locked.items()]
     done = subprocess.run(
-        [*pip, "install", "--dry-run", "--ignore-installed", "--quiet", "--report", str(report), *flags, *pins],
+        [*pip, "install", *image, "--dry-run", "--ignore-installed", "-q", "--report", str(report), *flags, *pins],
         capture_output=True,
         text=True,
         check=False,
