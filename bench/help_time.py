@@ -25,12 +25,15 @@ GOAL = 0.3
 
 def seconds(checkout: Path, argv: list[str], runs: int) -> tuple[float, float]:
     command = [sys.executable, "-c", "import sys; from builder.cli.main import main; main(sys.argv[1:])", *argv]
+    # cwd too: `python -c` puts the working folder first on sys.path, before PYTHONPATH
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    subprocess.run(command, env=env, capture_output=True, check=False)  # warm-up: the page cache, not counted
+    subprocess.run(
+        command, env=env, cwd=checkout, capture_output=True, check=False
+    )  # warm-up: the page cache, not counted
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        subprocess.run(command, env=env, capture_output=True, check=False)
+        subprocess.run(command, env=env, cwd=checkout, capture_output=True, check=False)
         times.append(time.perf_counter() - start)
     return statistics.median(times), max(times)
 

@@ -10,16 +10,31 @@ from builder.core.resources import default_matrix_path
 from builder.matrix import load_matrix
 from builder.matrix.show import KINDS, grid, show
 
-# Subcommands defined elsewhere load on use: `torchyard matrix list` never imports the builder or a registry client.
+# Subcommands defined elsewhere load on use: `torchyard matrix list` never imports the builder or a registry client,
+# and `matrix --help` lists them from these summaries (each its command's first sentence; test_fast_help).
 _LAZY = {
-    "publish": "builder.cli.publish_cmd:matrix_publish_cmd",
-    "ci": "builder.cli.publish_cmd:matrix_ci_cmd",
-    "html": "builder.cli.upstream_cmd:html_cmd",
-    "sync": "builder.cli.sync_cmd:sync_cmd",
-    "outdated": "builder.cli.outdated_cmd:outdated_cmd",
-    "lock": "builder.cli.upstream_cmd:lock_cmd",
-    "verify": "builder.cli.upstream_cmd:verify_cmd",
-}
+    "publish": ("builder.cli.publish_cmd:matrix_publish_cmd",
+                "List the publish set's items (and what it names but cannot build, with why)."),
+    "ci": ("builder.cli.publish_cmd:matrix_ci_cmd",
+           "Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."),
+    "html": ("builder.cli.upstream_cmd:html_cmd",
+             "Write the compatibility page: one self-contained HTML file (no external assets) with the torch x CUDA "
+             "grid, driver floors, each wheel's GPU code, and a selector (driver, GPU, Python, platform) answering "
+             "which published images run and why the others do not, by the same rules as `torchyard lookup`."),
+    "sync": ("builder.cli.sync_cmd:sync_cmd",
+             "Read upstream and print (or, with --write, insert) the matrix.toml entries it can source."),
+    "outdated": ("builder.cli.outdated_cmd:outdated_cmd",
+                 "Say which releases upstream has that matrix.toml lacks: torch (every release from the lowest "
+                 "recorded on), cuda-toolkit, nvidia-cudnn-cu13, nvidia-nccl-cu13, onnxruntime-gpu, onnxruntime and "
+                 "the nvidia/cuda image tags (newer than the newest recorded), each with how to add it."),
+    "lock": ("builder.cli.upstream_cmd:lock_cmd",
+             "Resolve every base image tag the templates can produce to its digest on each platform the matrix "
+             "builds, and write them to matrix.lock next to the matrix."),
+    "verify": ("builder.cli.upstream_cmd:verify_cmd",
+               "Check matrix.toml against upstream: every torch / torchvision / torchaudio release on its index "
+               "(exists, not yanked, a wheel for every Python and platform claimed, Requires-Dist pins), every base "
+               "image tag on its registry for every platform built, and the base-image lock."),
+}  # fmt: skip
 
 
 class _MatrixGroup(click.Group):
@@ -31,10 +46,22 @@ class _MatrixGroup(click.Group):
             return super().get_command(ctx, cmd_name)
         import importlib
 
-        module, attr = _LAZY[cmd_name].split(":")
+        module, attr = _LAZY[cmd_name][0].split(":")
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The lazy commands from their summaries: listing them must not import them."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            own = super().get_command(ctx, name)
+            command = own if own is not None else click.Command(name, help=_LAZY[name][1])
+            rows.append((name, command.get_short_help_str(limit)))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group("matrix", cls=_MatrixGroup)
