@@ -30,7 +30,7 @@ from builder.resolve.combos import Combination
 from builder.resolve.facts import Facts
 from builder.resolve.query import Query, RawQuery, parse_query
 from builder.resolve.report import index_url, min_driver
-from builder.resolve.resolver import Result, evaluate, explain, lookup
+from builder.resolve.resolver import Result, evaluate, explain, first_valid, valid_newer
 from builder.resolve.verdict import Answer, verdict
 
 DEFAULT_REPO = "torchyard"  # a name without a registry: images built here, never pulled
@@ -217,14 +217,14 @@ def build_command(c: Combination, repo: str) -> str:
 def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:
     """The newest torch for these GPUs if the driver were no obstacle, when this driver cannot run it; "the
     newest it runs" only when every newer build was refused, not when a newer one could not be checked."""
-    unknown = [r for r in lookup(m, q).valid if r.combo.torch.version > best.combo.torch.version]
+    unknown = valid_newer(m, q, best.combo.torch.version)
     found = [_unchecked_newer(unknown[0])] if unknown else []
     if q.driver is None or not q.archs:
         return found
-    unbound = lookup(m, replace(q, driver=None))
-    if not unbound.valid:
+    unbound = first_valid(m, replace(q, driver=None))
+    if unbound is None:
         return found
-    top = unbound.valid[0].combo
+    top = unbound.combo
     if top.torch.version == best.combo.torch.version and top.variant.cuda == best.combo.variant.cuda:
         return found
     facts = Facts(m)

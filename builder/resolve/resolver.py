@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from packaging.version import Version
+
 from builder.core.archs import Arch
 from builder.matrix.model import Matrix, OSBase
 from builder.resolve import lifecycle
@@ -181,6 +183,16 @@ def first_valid(m: Matrix, q: Query) -> Result | None:
             return min(known, key=lambda r: rank_key(m, q, r))
         unrecorded.extend(valid)
     return min(unrecorded, key=lambda r: rank_key(m, q, r)) if unrecorded else None
+
+
+def valid_newer(m: Matrix, q: Query, than: Version) -> list[Result]:
+    """lookup(m, q).valid's rows with a torch newer than `than`, evaluating only those releases (doctor asks
+    what a newer torch would need, having chosen with first_valid)."""
+    f = _facts(m)
+    cache = _Cache({}, _COMBO_CHECKS.setdefault(id(m), {}))
+    newer = (c for c in enumerate_combinations(m, q) if c.torch.version > than)
+    valid = (r for r in (evaluate(f, q, c, cache) for c in newer if _variant_passes(f, q, c, cache)) if r.ok)
+    return sorted(valid, key=lambda r: rank_key(m, q, r))
 
 
 def _variant_passes(f: Facts, q: Query, combo: Combination, cache: _Cache) -> bool:

@@ -35,7 +35,7 @@ from builder.host.runtime import read_runtime
 from builder.host.system import Ran
 from builder.resolve.gpus import catalogue
 from builder.resolve.query import RawQuery, parse_query
-from builder.resolve.resolver import first_valid, lookup
+from builder.resolve.resolver import first_valid, lookup, valid_newer
 from builder.site.data import _Picks
 
 M = real()
@@ -136,6 +136,22 @@ def test_first_valid_is_lookups_first_row() -> None:
             found = lookup(M, q)
             best = first_valid(M, q)
             assert (best and best.combo.id) == (found.valid[0].combo.id if found.valid else None), (branch, gpus)
+
+
+def test_valid_newer_is_lookups_rows_newer_than_the_choice() -> None:
+    """doctor's question about newer torch builds asks only the newer releases: the same rows, in lookup's order
+    (including the unrecorded ones a known-good choice ranks above)."""
+    for branch in [None, "470", "535", "580", "590"]:
+        for gpus in [(), ("NVIDIA A10",), ("GeForce RTX 5090",), ("Tesla V100-SXM2-16GB",)]:
+            q = parse_query(M, RawQuery(driver=branch, gpus=gpus))
+            found = lookup(M, q)
+            if not found.valid:
+                continue
+            than = found.valid[0].combo.torch.version
+            want = [r.combo.id for r in found.valid if r.combo.torch.version > than]
+            assert [r.combo.id for r in valid_newer(M, q, than)] == want, (branch, gpus)
+    q = parse_query(M, RawQuery(driver="580", gpus=("NVIDIA H100",)))
+    assert valid_newer(M, q, M.torch[0].version)  # a question with newer rows, so the equality above has bite
 
 
 def test_the_recorded_hosts_get_gpu_answers() -> None:
