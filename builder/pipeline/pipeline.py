@@ -279,8 +279,12 @@ def _push(
             engine, registry, plan, target, refs[0], settings.trust, times, outcome.image_id, settings.auth, observed
         )
         log(f"[{target.flavor.value}] {_attested(outcome.attested)}")
-    for ref in refs[1:]:
-        _push_ref(engine, registry, plan, settings, outcome, ref, log)
+    for ref in refs[1:]:  # registry-side, by manifest: each alias is the signed image's digest, never a re-push
+        check_cancelled("moving the aliases")
+        digest, changed = registry.retag(refs[0], ref)
+        if changed:
+            outcome.pushed.append(ref)
+            log(f"[{outcome.flavor.value}] moved {ref} to {refs[0]} ({digest})")
 
 
 def _push_ref(

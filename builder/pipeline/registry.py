@@ -10,6 +10,7 @@ reads indexes for any platform.
 
 from __future__ import annotations
 
+from builder.core.errors import PushError
 from builder.engine import RegistryAuth, split_ref
 from builder.net.http import Http, Policy
 from builder.oci.auth import docker_login
@@ -44,6 +45,24 @@ class Registry:
         """Whether the tag already holds an image with exactly this content hash (for `platform`)."""
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
+
+    def retag(self, source: str, target: str) -> tuple[str, bool]:
+        """Put the manifest (or index) under repo:source, byte for byte, under repo:target in the same repository:
+        the target then has the source's digest, so its signatures and attestations too. Returns the digest and
+        whether the target changed (False: it already had that digest). Nothing is pulled or pushed through the
+        engine, which would store another manifest than the signed one (issue 44)."""
+        repo, tag = split_ref(source)
+        target_repo, target_tag = split_ref(target)
+        ref = parse_repo(repo)
+        if parse_repo(target_repo) != ref:
+            raise PushError(f"cannot move {target} to {source}: another repository")
+        found = self.client.manifest(ref, tag)
+        if found is None:
+            raise PushError(f"{source} is not in the registry: nothing to move {target_tag} to")
+        current = self.client.manifest(ref, target_tag)
+        if current is not None and current.digest == found.digest:
+            return found.digest, False
+        return self.client.put_manifest(ref, target_tag, found.raw, found.media_type), True
 
     # -- multi-platform images (builder/pipeline/multiplatform.py) ---------------------------------------------------
 

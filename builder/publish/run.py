@@ -26,7 +26,6 @@ from builder.engine import DockerEngine, Engine, RegistryAuth
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
-from builder.pipeline.plan import Plan
 from builder.pipeline.registry import Registry
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.zstd_copies import ZstdResult, published_tags, write_zstd_copies
@@ -325,9 +324,7 @@ def _move_aliases(
         if move.index is not None:
             moved.append(_move_index_alias(move.index, move.alias, registry, settings, log, indexes))
             continue
-        owner_plan = pplan.group_of(move.owner).plan
-        assert owner_plan is not None, "aliases come from planned groups only"
-        moved.append(_move(engine, registry, owner_plan, results[move.owner.id].ref, ref, settings, log))
+        moved.append(_move(engine, registry, results[move.owner.id].ref, ref, settings, log))
     return moved
 
 
@@ -348,7 +345,6 @@ def _move_index_alias(
 def _move(
     engine: Engine,
     registry: Registry,
-    plan: Plan,
     immutable: str,
     alias_ref: str,
     settings: PublishSettings,
@@ -363,15 +359,15 @@ def _move(
             engine.tag(local.id, alias_ref)
             log(f"MOVE  {alias_ref} -> {immutable} (local only)")
             return AliasResult(alias, AliasStatus.MOVED, immutable, "locally (no push)")
-        if registry.holds(alias_ref, plan.content_hash):
-            return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
-        image = engine.inspect(immutable) or engine.pull(immutable, settings.auth)
-        engine.tag(image.id, alias_ref)
-        engine.push(alias_ref, settings.auth, lambda line: None)
+        # registry-side, by manifest: the alias gets the immutable tag's digest (signed, with its SBOM), and an
+        # alias left on another digest, even one with the same content label, is repaired
+        digest, changed = registry.retag(immutable, alias_ref)
     except TorchyardError as exc:
         log(redact(f"FAIL  alias {alias_ref}: {exc}"))
         return AliasResult(alias, AliasStatus.HELD, immutable, redact(str(exc)))
-    log(f"MOVE  {alias_ref} -> {immutable}")
+    if not changed:
+        return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
+    log(f"MOVE  {alias_ref} -> {immutable} ({digest})")
     return AliasResult(alias, AliasStatus.MOVED, immutable)
 
 

@@ -22,7 +22,7 @@ import requests
 from conftest import E2E, RUN_ID
 from kit import CI_DIR, ROOT, Run, default_sigint, torchyard
 
-from builder.pipeline.registry import Registry
+from builder.pipeline.registry import Registry, parse_repo
 
 pytestmark = pytest.mark.docker
 
@@ -101,6 +101,13 @@ def statuses(data: dict[str, Any]) -> dict[str, str]:
     return {i["id"]: i["status"] for i in data["items"]}
 
 
+def _digest(reader: Registry, ref: str) -> str:
+    repo, tag = ref.rsplit(":", 1)
+    found = reader.client.manifest(parse_repo(repo), tag)
+    assert found is not None, ref
+    return found.digest
+
+
 def aliases(data: dict[str, Any]) -> dict[str, str]:
     return {a["alias"]: a["status"] for a in data["aliases"]}
 
@@ -135,6 +142,10 @@ def test_a_set_is_built_smoke_tested_and_pushed_then_aliases_move(
     assert reader.labels(f"{repo}:2.15-cuda13.2-devel") == reader.labels(
         next(i["ref"] for i in data["items"] if i["id"].endswith("-devel"))
     )
+    for alias in aliases(data):  # registry-side moves: each alias is its image's manifest, digest for digest
+        flavor = alias.rsplit("-", 1)[1]
+        image = next(i["ref"] for i in data["items"] if i["id"].endswith(f"-{flavor}"))
+        assert _digest(reader, f"{repo}:{alias}") == _digest(reader, image), alias
 
 
 def test_a_rerun_skips_everything_in_seconds(

@@ -87,6 +87,8 @@ class FakeRegistry(Registry):
         # ref -> the platforms of the index under it (buildx pushes one even for one platform): the labels of
         # another platform are refused, as the real client's are
         self.index_platforms: dict[str, set[str]] = {}
+        self.retagged: list[str] = []  # refs an alias was moved to registry-side (retag), in order
+        self.retag_error: Exception | None = None
 
     def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
@@ -106,6 +108,31 @@ class FakeRegistry(Registry):
         self.asked.append(ref)
         found = self.images.get(ref)
         return found[1] if found is not None and found[0] == platform else None
+
+    def retag(self, source: str, target: str) -> tuple[str, bool]:
+        """As the real client: the target gets the source's manifest (digest, labels); nothing moves when it has
+        it already; `retag_error` makes every move raise it."""
+        if self.retag_error is not None:
+            raise self.retag_error
+        found = self._image(source)
+        if found is None:
+            raise PushError(f"{source} is not in the registry")
+        if self._image(target) == found:
+            return found[1], False
+        self.refs[target] = dict(self.refs[source])
+        self.images[target] = found
+        self.retagged.append(target)
+        return found[1], True
+
+    def _image(self, ref: str) -> tuple[str, str] | None:
+        """What was pushed under ref, or for a ref given as labels only, a digest of its labels."""
+        if ref in self.images:
+            return self.images[ref]
+        if ref not in self.refs:
+            return None
+        return "linux/amd64", "sha256:" + hashlib.sha256(
+            json.dumps(self.refs[ref], sort_keys=True).encode()
+        ).hexdigest()
 
     def put_index(self, ref: str, members: dict[str, str], content_hash: str) -> str:
         self.indexes[ref] = (dict(members), content_hash)

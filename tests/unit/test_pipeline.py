@@ -224,9 +224,10 @@ def test_an_image_without_python_is_retried_with_python3(tmp_path: Path, wheels_
 def test_push_goes_immutable_first_then_aliases_with_the_credentials(tmp_path: Path, wheels_plan: Plan) -> None:
     engine = fake(wheels_plan)
     [outcome], log = run(engine, wheels_plan, settings(tmp_path, push=True, auth=AUTH))
-    assert engine.ops() == ["info", "build", "inspect", "run", "tag", "tag", "push", "push"]
-    assert engine.pushed() == [IMMUTABLE, ALIAS]
-    assert [c.auth for c in engine.of("push")] == [AUTH, AUTH]
+    assert engine.ops() == ["info", "build", "inspect", "run", "tag", "tag", "push"]
+    assert engine.pushed() == [IMMUTABLE] and [c.auth for c in engine.of("push")] == [AUTH]
+    assert engine.registry is not None and engine.registry.retagged == [ALIAS], "the alias moves registry-side"
+    assert engine.registry.images[ALIAS] == engine.registry.images[IMMUTABLE]
     assert outcome.pushed == [IMMUTABLE, ALIAS]
     assert outcome.digest.startswith("sha256:")
     assert f"[runtime] pushed {IMMUTABLE} ({outcome.digest})" in log
@@ -429,26 +430,36 @@ def test_same_hash_in_the_registry_means_no_build_and_no_push(tmp_path: Path, wh
     assert log == [f"[runtime] {IMMUTABLE} is up to date in the registry: no build, no push"]
 
 
-def test_an_alias_behind_is_pulled_tagged_and_pushed_alone(tmp_path: Path, wheels_plan: Plan) -> None:
+def test_an_alias_behind_moves_registry_side_alone(tmp_path: Path, wheels_plan: Plan) -> None:
     engine = fake(wheels_plan)
     assert engine.registry is not None
     engine.registry.refs = {IMMUTABLE: _same_hash(wheels_plan), ALIAS: {CONTENT_LABEL: "0" * 64}}
-    [outcome], _ = run(engine, wheels_plan, settings(tmp_path, push=True, auth=AUTH))
-    pulled = engine.of("pull")[0]
-    assert engine.ops() == ["info", "pull", "tag", "push"]
-    assert (pulled.args, pulled.auth) == ((IMMUTABLE,), AUTH)
-    assert engine.of("tag")[0].args[1] == ALIAS
-    assert engine.pushed() == [ALIAS]
-    assert outcome.pushed == [ALIAS]
+    [outcome], log = run(engine, wheels_plan, settings(tmp_path, push=True, auth=AUTH))
+    assert engine.ops() == ["info"], "nothing pulled, tagged or pushed through the engine"
+    assert engine.registry.retagged == [ALIAS] and outcome.pushed == [ALIAS]
     assert engine.registry.refs[ALIAS] == _same_hash(wheels_plan)
+    digest = engine.registry.images[ALIAS][1]
+    assert log[-1] == f"[runtime] moved {ALIAS} to {IMMUTABLE} ({digest})"
+
+
+def test_an_alias_with_the_same_content_on_another_digest_is_repaired(tmp_path: Path, wheels_plan: Plan) -> None:
+    """Issue 44: the content label cannot tell a re-pushed, unsigned manifest from the signed one; the digest can."""
+    engine = fake(wheels_plan)
+    assert engine.registry is not None
+    engine.registry.refs = {IMMUTABLE: _same_hash(wheels_plan), ALIAS: _same_hash(wheels_plan)}
+    engine.registry.images[ALIAS] = ("linux/amd64", "sha256:" + "a8" * 32)
+    [outcome], _ = run(engine, wheels_plan, settings(tmp_path, push=True))
+    assert engine.registry.retagged == [ALIAS] and outcome.pushed == [ALIAS]
+    assert engine.registry.images[ALIAS] == engine.registry._image(IMMUTABLE)
 
 
 def test_a_different_hash_in_the_registry_rebuilds_and_pushes_everything(tmp_path: Path, wheels_plan: Plan) -> None:
     engine = fake(wheels_plan)
     assert engine.registry is not None
     engine.registry.refs = {IMMUTABLE: {CONTENT_LABEL: "0" * 64}, ALIAS: {CONTENT_LABEL: "0" * 64}}
-    run(engine, wheels_plan, settings(tmp_path, push=True))
-    assert engine.pushed() == [IMMUTABLE, ALIAS]
+    [outcome], _ = run(engine, wheels_plan, settings(tmp_path, push=True))
+    assert engine.pushed() == [IMMUTABLE] and engine.registry.retagged == [ALIAS]
+    assert outcome.pushed == [IMMUTABLE, ALIAS]
 
 
 def test_building_twice_with_push_builds_and_pushes_once(tmp_path: Path, wheels_plan: Plan) -> None:

@@ -22,7 +22,6 @@ from publish_kit import run_publish as run
 from builder.core.errors import Interrupted, PushError
 from builder.core.kinds import Platform
 from builder.core.process import reset_cancel
-from builder.engine import RegistryAuth
 from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
@@ -82,9 +81,11 @@ def test_every_image_is_built_verified_pushed_then_every_alias_moves(fakes: Publ
     assert set(statuses(report).values()) == {"built"} and len(report.items) == 4
     assert {a.alias: a.target for a in report.aliases} == ALIASES
     assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
-    pushed = fakes.pushed()
-    assert set(pushed[:4]) == IMMUTABLES, "immutable tags go first"
-    assert set(pushed[4:]) == {f"{REPO}:{a}" for a in ALIASES} and len(pushed) == 8
+    assert set(fakes.pushed()) == IMMUTABLES and len(fakes.pushed()) == 4, "the engine pushes immutable tags only"
+    assert set(fakes.registry.retagged) == {f"{REPO}:{a}" for a in ALIASES}, "aliases move registry-side"
+    for alias, target in ALIASES.items():  # byte for byte the immutable tag's manifest: its signature holds
+        assert fakes.registry.images[f"{REPO}:{alias}"] == fakes.registry.images[target]
+    assert not any(op == "pull" for op, _ in fakes.ops()), "no image is pulled to move an alias"
     for ref in IMMUTABLES:  # each pushed image is the one its smoke suite ran in
         assert fakes.registry.refs[ref]
         assert fakes.tagged() >= {ref}
@@ -110,7 +111,7 @@ def test_a_rerun_builds_and_pushes_nothing(fakes: PublishFakes, tmp_path: Path) 
 
     assert set(statuses(again).values()) == {"skipped"}
     assert alias_statuses(again) == dict.fromkeys(ALIASES, "unchanged")
-    assert len(fakes.pushed()) == first_pushes
+    assert len(fakes.pushed()) == first_pushes and len(fakes.registry.retagged) == len(ALIASES)
     assert sum(len(e.of("build")) for e in fakes.engines) == 4
 
 
@@ -156,7 +157,7 @@ def test_a_failed_build_tags_nothing_of_its_group(fakes: PublishFakes, tmp_path:
 
 def test_an_alias_that_fails_to_move_is_held_and_named(fakes: PublishFakes, tmp_path: Path) -> None:
     run(fakes, tmp_path, aliases=False)
-    fakes.every["fail_push"] = PushError("push: 503 Service Unavailable")
+    fakes.registry.retag_error = PushError("registry 127.0.0.1:5000 refused to write: 503 Service Unavailable")
     report, log = run(fakes, tmp_path / "again")
 
     assert set(statuses(report).values()) == {"skipped"}
@@ -224,15 +225,30 @@ def test_an_alias_naming_an_image_with_older_content_moves_to_the_new_one(fakes:
     run(fakes, tmp_path)
     stale = f"{REPO}:{NEWEST_ALIAS}"
     fakes.registry.refs[stale] = fakes.registry.refs[stale] | {CONTENT_LABEL: "sha256:" + "0" * 64}
+    fakes.registry.images[stale] = ("linux/amd64", "sha256:" + "1" * 64)
     pushes_before = len(fakes.pushed())
 
     again, log = run(fakes, tmp_path / "again")
 
     assert alias_statuses(again)[NEWEST_ALIAS] == "moved"
     assert {a for a, s in alias_statuses(again).items() if s == "unchanged"} == set(ALIASES) - {NEWEST_ALIAS}
-    assert fakes.pushed()[pushes_before:] == [stale]
+    assert fakes.pushed()[pushes_before:] == [] and fakes.registry.retagged[len(ALIASES) :] == [stale]
+    assert fakes.registry.images[stale] == fakes.registry.images[NEWEST_RUNTIME]
     assert fakes.registry.refs[stale][CONTENT_LABEL] == fakes.registry.refs[NEWEST_RUNTIME][CONTENT_LABEL]
-    assert f"MOVE  {stale} -> {NEWEST_RUNTIME}" in log
+    assert f"MOVE  {stale} -> {NEWEST_RUNTIME} ({fakes.registry.images[NEWEST_RUNTIME][1]})" in log
+
+
+def test_an_alias_on_another_digest_with_the_same_content_is_repaired(fakes: PublishFakes, tmp_path: Path) -> None:
+    """Issue 44: an alias re-pushed through the engine carries the right content label on another, unsigned
+    manifest; the content label cannot tell, the digest can."""
+    run(fakes, tmp_path)
+    wrong = f"{REPO}:{NEWEST_ALIAS}"
+    fakes.registry.images[wrong] = ("linux/amd64", "sha256:" + "a8" * 32)
+
+    again, _ = run(fakes, tmp_path / "again")
+
+    assert alias_statuses(again)[NEWEST_ALIAS] == "moved"
+    assert fakes.registry.images[wrong] == fakes.registry.images[NEWEST_RUNTIME]
 
 
 def test_the_set_is_planned_once_before_anything_runs(fakes: PublishFakes) -> None:
@@ -320,19 +336,15 @@ def test_aliases_only_fails_each_item_of_a_group_that_cannot_be_planned_and_chec
     assert {by_id[item.id][0] for group in pplan.groups[1:] for item in group.items} == {"skipped"}
 
 
-def test_an_alias_takes_the_local_image_else_pulls_it_and_both_use_the_registry_login(
+def test_aliases_only_on_another_machine_moves_them_registry_side_pulling_nothing(
     fakes: PublishFakes, tmp_path: Path
 ) -> None:
-    auth = RegistryAuth("ci", "not-a-real-secret")
-    run(fakes, tmp_path, auth=auth)
-    assert [args for op, args in fakes.ops() if op == "pull"] == []  # each alias's image was built here
+    run(fakes, tmp_path)
     for alias in ALIASES:
-        del fakes.registry.refs[f"{REPO}:{alias}"]
+        del fakes.registry.refs[f"{REPO}:{alias}"], fakes.registry.images[f"{REPO}:{alias}"]
     fresh = PublishFakes(fakes.m, fakes.items, registry=fakes.registry)  # another machine: nothing local
-    report, _ = run(fresh, tmp_path / "fresh", aliases_only=True, auth=auth)
+    report, _ = run(fresh, tmp_path / "fresh", aliases_only=True)
     assert alias_statuses(report) == dict.fromkeys(ALIASES, "moved")
-    pulls = [c for e in fresh.engines for c in e.of("pull")]
-    assert sorted({c.args[0] for c in pulls}) == sorted(set(ALIASES.values()))
-    pushes = [c for e in fresh.engines for c in e.of("push")]
-    assert sorted(c.args[0] for c in pushes) == sorted(f"{REPO}:{alias}" for alias in ALIASES)
-    assert {c.auth for c in pulls + pushes} == {auth}
+    assert [op for op, _ in fresh.ops() if op in ("pull", "push", "tag")] == []
+    for alias, target in ALIASES.items():
+        assert fakes.registry.images[f"{REPO}:{alias}"] == fakes.registry.images[target]

@@ -303,11 +303,9 @@ def test_the_entrys_options_and_the_runs_reach_every_item(tmp_path: Path) -> Non
 
 
 def test_an_alias_without_push_needs_the_image_in_the_local_engine(fakes: PublishFakes, tmp_path: Path) -> None:
-    plan = plan_publish(fakes.m, fakes.items, []).groups[0].plan
-    assert plan is not None
     settings = PublishSettings(repo=REPO, out_root=tmp_path, push=False)
     immutable = f"{REPO}:2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"
-    moved = publish_run._move(fakes.factory(), fakes.registry, plan, immutable, f"{REPO}:2.14-cuda13.0-runtime",
+    moved = publish_run._move(fakes.factory(), fakes.registry, immutable, f"{REPO}:2.14-cuda13.0-runtime",
                               settings, print)  # fmt: skip
     assert (moved.alias, moved.status, moved.target, moved.reason) == (
         "2.14-cuda13.0-runtime",

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import requests
 from http_kit import Answer, Net, Sent, json_answer
+from registry_kit import MemoryRegistry
 
 from builder.core.errors import PushError, UsageError
 from builder.engine import RegistryAuth
@@ -464,3 +465,23 @@ def test_credentials_never_reach_an_error_message() -> None:
             registry(net, RegistryAuth("ci", "wrong-pa55")).labels(REF)
         messages.append(str(raised.value))
     assert not [m for m in messages if re.search("pa55|ci:", m)]
+
+
+def test_retag_puts_the_source_manifest_byte_for_byte_and_says_when_nothing_changed() -> None:
+    """Issue 44: an alias is the signed image's manifest itself, never the engine's re-push of it."""
+    net = Net()
+    memory = MemoryRegistry("127.0.0.1:5000").attach(net)
+    registry = Registry(client=Distribution(net.http()))
+    digest = memory.add_index("t", "2.15.0-full", {"linux/amd64": memory.add_image("t", "x", labels={"a": "1"})})
+    memory.add_image("t", "latest", labels={"a": "1"})  # same labels, another manifest: the content label can't tell
+
+    assert registry.retag("127.0.0.1:5000/t:2.15.0-full", "127.0.0.1:5000/t:latest") == (digest, True)
+    assert memory.manifests["t", "latest"] == memory.manifests["t", "2.15.0-full"]
+    assert registry.retag("127.0.0.1:5000/t:2.15.0-full", "127.0.0.1:5000/t:latest") == (digest, False)
+    with pytest.raises(PushError, match=r"127.0.0.1:5000/t:gone is not in the registry: nothing to move latest to"):
+        registry.retag("127.0.0.1:5000/t:gone", "127.0.0.1:5000/t:latest")
+    with pytest.raises(PushError, match="another repository"):
+        registry.retag("127.0.0.1:5000/t:2.15.0-full", "127.0.0.1:5000/u:latest")
+    memory.refuse_puts = True
+    with pytest.raises(PushError):
+        registry.retag("127.0.0.1:5000/t:2.15.0-full", "127.0.0.1:5000/t:other")
