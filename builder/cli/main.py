@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 
 import click
 
 from builder import __version__
 from builder.core import env
-from builder.core.errors import TorchyardError
+from builder.core.errors import Interrupted, TorchyardError
 from builder.core.redact import redact
 
 # Environment variables torchyard reads, declared once.
@@ -19,6 +22,8 @@ ENV_DEBUG = env.DEBUG
 
 
 INTERNAL_ERROR = 70  # EX_SOFTWARE: torchyard itself failed
+TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process SIGTERM ended
+_TERMINATED = threading.Event()
 
 # Commands load on use, so `torchyard lookup` never imports jinja2 or docker; each with its one-line summary (the
 # first sentence of its help, checked by tests/unit/test_fast_help.py), so `torchyard --help` imports none of them.
@@ -94,7 +99,30 @@ def cli(ctx: click.Context, matrix_path: str | None, debug: bool) -> None:
     ctx.obj = {"matrix": matrix_path, "debug": debug}
 
 
+def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM (what GitLab, Jenkins and Kubernetes send to cancel a job) is handled as Ctrl-C: the same clean-up
+    runs (builds stopped, containers removed, aliases held), and the exit code says which signal it was."""
+    _TERMINATED.set()
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    _TERMINATED.clear()
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set a handler
+        _main(argv)
+        return
+    before = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        _main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _interrupted() -> int:
+    return TERMINATED if _TERMINATED.is_set() else Interrupted.exit_code
+
+
+def _main(argv: list[str] | None) -> None:
     debug = os.environ.get(ENV_DEBUG) == "1" or "--debug" in (argv or sys.argv[1:])
     try:
         code = cli.main(args=argv, prog_name="torchyard", standalone_mode=False)
@@ -102,16 +130,16 @@ def main(argv: list[str] | None = None) -> None:
         if debug:
             raise
         click.echo(f"torchyard: error: {redact(str(exc))}", err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(_interrupted() if isinstance(exc, Interrupted) else exc.exit_code)
     except OSError as exc:  # a path given on the command line that cannot be read or written
         if debug:
             raise
         where = f"{exc.filename}: " if exc.filename else ""
         click.echo(f"torchyard: error: {redact(where + (exc.strerror or str(exc)))}", err=True)
         sys.exit(2)
-    except click.exceptions.Abort:  # Ctrl-C outside the steps that raise Interrupted themselves
+    except click.exceptions.Abort:  # Ctrl-C or SIGTERM outside the steps that raise Interrupted themselves
         click.echo("torchyard: error: interrupted: nothing unverified was tagged or pushed", err=True)
-        sys.exit(130)
+        sys.exit(_interrupted())
     except click.ClickException as exc:
         if debug:
             raise

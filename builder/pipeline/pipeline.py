@@ -88,6 +88,8 @@ def build(
             outcome.status = Status.UP_TO_DATE
         else:
             todo.append((target, outcome))
+    if settings.push and todo:  # a registry that refuses pushes is found now, not after the builds and smoke suites
+        registry.check_push(settings.repo)
     with _secret_files(plan, settings, bool(todo)) as secret_files:
         for target, outcome in todo:
             _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, native)

@@ -46,6 +46,11 @@ class Registry:
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
 
+    def check_push(self, repo: str) -> None:
+        """PushError (exit 5) when the registry will not take a push to repo (read-only, no permission, no
+        credentials): asked before anything is built."""
+        self.client.check_push(parse_repo(repo))
+
     def retag(self, source: str, target: str) -> tuple[str, bool]:
         """Put the manifest (or index) under repo:source, byte for byte, under repo:target in the same repository:
         the target then has the source's digest, so its signatures and attestations too. Returns the digest and

@@ -123,6 +123,8 @@ def publish(
     threads), then the aliases whose carriers all passed."""
     start = time.monotonic()
     reset_cancel()
+    if settings.push:  # a registry that refuses pushes fails the run now (exit 5), before any group builds
+        registry_factory(settings.auth).check_push(settings.repo)
     results: dict[str, ItemResult] = {}
     if settings.aliases_only:
         results.update(_published(pplan, settings, registry_factory(settings.auth), log))

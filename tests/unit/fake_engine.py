@@ -89,6 +89,8 @@ class FakeRegistry(Registry):
         self.index_platforms: dict[str, set[str]] = {}
         self.retagged: list[str] = []  # refs an alias was moved to registry-side (retag), in order
         self.retag_error: Exception | None = None
+        self.push_checks: list[str] = []  # repositories check_push was asked about
+        self.push_refusal: Exception | None = None  # check_push raises it (a read-only registry)
 
     def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
@@ -108,6 +110,11 @@ class FakeRegistry(Registry):
         self.asked.append(ref)
         found = self.images.get(ref)
         return found[1] if found is not None and found[0] == platform else None
+
+    def check_push(self, repo: str) -> None:
+        self.push_checks.append(repo)
+        if self.push_refusal is not None:
+            raise self.push_refusal
 
     def retag(self, source: str, target: str) -> tuple[str, bool]:
         """As the real client: the target gets the source's manifest (digest, labels); nothing moves when it has

@@ -36,6 +36,8 @@ class MemoryRegistry:
     uploads: list[tuple[str, str]] = field(default_factory=list)  # (repo, digest)
     referrers_api: bool = False  # True: an OCI 1.1 registry (OCI-Subject, GET /referrers/<digest>); False: 2.8's
     refuse_puts: bool = False  # every manifest PUT is answered 403 (a registry that refuses an upload)
+    read_only: bool = False  # every upload is refused (405 UNSUPPORTED, as distribution's read-only mode answers)
+    cancelled: list[str] = field(default_factory=list)  # upload sessions cancelled (DELETE)
     cuts: list[int] = field(default_factory=list)  # PATCH body bytes at which a connection drops
     cancel_cut: bool = False  # a cut upload is dropped whole (distribution 2.x), not kept up to the cut
     received: int = 0  # PATCH body bytes that reached the registry
@@ -99,6 +101,10 @@ class MemoryRegistry:
             return self._finish(name, sent)
         if sent.method == "PATCH":
             return self._patch(name, session, held, sent)
+        if sent.method == "DELETE":
+            del self.partial[session]
+            self.cancelled.append(session)
+            return Answer(204, b"")
         return self._status(name, session, held, 204)
 
     def _patch(self, name: str, session: str, held: bytearray, sent: Sent) -> Answer | requests.ConnectionError:
@@ -131,6 +137,8 @@ class MemoryRegistry:
         return Answer(201, b"", {"Docker-Content-Digest": digest})
 
     def _start(self, name: str, sent: Sent) -> Answer:
+        if self.read_only:
+            return Answer(405, {"errors": [{"code": "UNSUPPORTED", "message": "The operation is unsupported."}]})
         mount, source = sent.query.get("mount", [None])[0], sent.query.get("from", [None])[0]
         if mount and source and self.mountable and (source, mount) in self.blobs:
             self.blobs[name, mount] = self.blobs[source, mount]

@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from builder.cli.main import cli
+from builder.cli.main import TERMINATED, cli
 from builder.cli.outdated_cmd import OUTDATED
 from builder.core import errors
 from builder.resolve.verdict import CANNOT_TELL_EXIT
@@ -112,7 +112,8 @@ def test_every_exit_code_a_doc_states_is_in_the_readme_table(doc: Path) -> None:
 
 def test_the_readme_table_matches_the_codes_the_code_uses() -> None:
     table = readme_exit_codes()
-    assert set(table) == {0, 1, 2, 3, 4, 5, CANNOT_TELL_EXIT, OUTDATED, 70, 130}
+    assert set(table) == {0, 1, 2, 3, 4, 5, CANNOT_TELL_EXIT, OUTDATED, 70, 130, TERMINATED}
+    assert "SIGTERM" in table[TERMINATED]
     assert "matrix outdated" in table[OUTDATED]
     for cls, words in (
         (errors.NoMatchError, "nothing valid"),

@@ -3,7 +3,9 @@ error line on stderr and no traceback (a fake engine at the seam; no process sta
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +55,24 @@ def _fake(monkeypatch: pytest.MonkeyPatch, **knobs: object) -> FakeEngine:
 def engine(**knobs: object) -> Setup:
     def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
         _fake(monkeypatch, **knobs)
+
+    return setup
+
+
+def read_only_registry() -> Setup:
+    def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+        fake = _fake(monkeypatch)
+        assert fake.registry is not None
+        fake.registry.push_refusal = PushError("registry 127.0.0.1:5000 will not take a push to t/x: HTTP 405")
+
+    return setup
+
+
+def terminated() -> Setup:
+    """SIGTERM arrives while the image builds (a CI job cancelled): handled as Ctrl-C, exit 143."""
+
+    def setup(monkeypatch: pytest.MonkeyPatch, tmp: Path) -> None:
+        _fake(monkeypatch, on_build=lambda argv: os.kill(os.getpid(), signal.SIGTERM))
 
     return setup
 
@@ -127,7 +147,14 @@ CASES = [
         5,
         engine(fail_push=PushError("push: denied")),
     ),
+    Case(
+        "build push registry read-only",
+        ("build", *PIN, "--push", "--repo", "127.0.0.1:5000/t/x", "-o", "@out"),
+        5,
+        read_only_registry(),
+    ),
     Case("build interrupted", ("build", *PIN, "-o", "@out"), 130, engine(fail_build=Interrupted("interrupted"))),
+    Case("build terminated", ("build", *PIN, "-o", "@out"), 143, terminated()),
     Case("smoke bad image", ("smoke", "Upper/Case"), 2),
     Case("smoke no engine", ("smoke", "img:1"), 3, engine(info_error=EngineError("no Docker engine"))),
     Case("inspect missing image", ("inspect", "nope:1"), 2, no_such_image()),

@@ -499,3 +499,21 @@ def test_the_smoke_mount_is_the_only_mount(tmp_path: Path, wheels_plan: Plan) ->
     [smoke] = engine.of("run")
     assert all(isinstance(m, Mount) for m in smoke.mounts)
     assert [m.target for m in smoke.mounts] == [OUT]
+
+
+def test_a_registry_that_refuses_pushes_stops_the_build_before_it_starts(tmp_path: Path, wheels_plan: Plan) -> None:
+    engine = fake(wheels_plan)
+    assert engine.registry is not None
+    engine.registry.push_refusal = PushError("registry 127.0.0.1:5000 will not take a push to team/torch: HTTP 405")
+    with pytest.raises(PushError, match="will not take a push"):
+        run(engine, wheels_plan, settings(tmp_path, push=True))
+    assert engine.ops() == ["info"], "nothing built, tagged or pushed"
+    assert engine.registry.push_checks == [REPO]
+
+
+def test_no_push_asks_the_registry_nothing_about_writing(tmp_path: Path, wheels_plan: Plan) -> None:
+    engine = fake(wheels_plan)
+    assert engine.registry is not None
+    engine.registry.push_refusal = PushError("refused")
+    run(engine, wheels_plan, settings(tmp_path))
+    assert engine.registry.push_checks == []

@@ -348,3 +348,11 @@ def test_aliases_only_on_another_machine_moves_them_registry_side_pulling_nothin
     assert [op for op, _ in fresh.ops() if op in ("pull", "push", "tag")] == []
     for alias, target in ALIASES.items():
         assert fakes.registry.images[f"{REPO}:{alias}"] == fakes.registry.images[target]
+
+
+def test_a_registry_that_refuses_pushes_fails_the_run_before_any_build(fakes: PublishFakes, tmp_path: Path) -> None:
+    fakes.registry.push_refusal = PushError("registry 127.0.0.1:5000 will not take a push to team/torch: HTTP 405")
+    with pytest.raises(PushError) as caught:
+        run(fakes, tmp_path)
+    assert caught.value.exit_code == 5
+    assert [op for op, _ in fakes.ops() if op in ("build", "push", "tag")] == []

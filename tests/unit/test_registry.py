@@ -485,3 +485,27 @@ def test_retag_puts_the_source_manifest_byte_for_byte_and_says_when_nothing_chan
     memory.refuse_puts = True
     with pytest.raises(PushError):
         registry.retag("127.0.0.1:5000/t:2.15.0-full", "127.0.0.1:5000/t:other")
+
+
+def test_check_push_opens_an_upload_and_cancels_it() -> None:
+    net = Net()
+    memory = MemoryRegistry("127.0.0.1:5000").attach(net)
+    Registry(client=Distribution(net.http())).check_push("127.0.0.1:5000/team/torch")
+    assert memory.cancelled == ["session-1"] and memory.partial == {} and memory.blobs == {}
+
+
+def test_check_push_names_a_read_only_registry_and_missing_permission() -> None:
+    net = Net()
+    MemoryRegistry("127.0.0.1:5000", read_only=True).attach(net)
+    registry = Registry(client=Distribution(net.http()))
+    with pytest.raises(PushError) as caught:
+        registry.check_push("127.0.0.1:5000/team/torch")
+    assert str(caught.value) == (
+        "registry 127.0.0.1:5000 will not take a push to team/torch: HTTP 405 (UNSUPPORTED); "
+        "is it read-only (a mirror or a pull-through cache)?"
+    )
+    assert caught.value.exit_code == 5
+    denied = Net()
+    denied.on(lambda sent: Answer(403, b"") if sent.method == "POST" else None)
+    with pytest.raises(PushError, match=r"refused to write team/torch \(HTTP 403\): give credentials"):
+        Registry(client=Distribution(denied.http())).check_push("127.0.0.1:5000/team/torch")
