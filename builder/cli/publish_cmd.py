@@ -141,7 +141,7 @@ platform_option = click.option(
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
-    from builder.publish.run import publish, write_report
+    from builder.publish.run import PublishInterrupted, publish, write_report
 
     m = matrix_of(ctx)
     trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built
@@ -160,7 +160,13 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
         _dry_run(pplan, flags.repo)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
-    report = publish(pplan, _settings(flags, m, network, auth, trust, gate), click.echo)
+    try:
+        report = publish(pplan, _settings(flags, m, network, auth, trust, gate), click.echo)
+    except PublishInterrupted as stopped:  # the report is written on this exit too
+        if report_file is not None:
+            write_report(stopped.report, report_file)
+        _print_report(stopped.report)
+        raise
     if report_file is not None:
         write_report(report, report_file)
     _print_report(report)

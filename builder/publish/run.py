@@ -108,6 +108,18 @@ class Report:
         }
 
 
+class PublishInterrupted(Interrupted):
+    """Ctrl-C or SIGTERM during the builds: what had finished (built, pushed, failed) and what had not, so the
+    report is written on this exit too; no alias was moved."""
+
+    def __init__(self, message: str, report: Report) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+STOPPED = "interrupted before it finished"
+NOT_STARTED = "interrupted before it started"
+
 EngineFactory = Callable[[], Engine]
 RegistryFactory = Callable[[RegistryAuth | None], Registry]  # one per thread: a requests.Session is not shared
 
@@ -133,8 +145,13 @@ def publish(
         def run_group(group: Group) -> list[ItemResult]:
             return _run_group(group, settings, engine_factory(), registry_factory(settings.auth), log)
 
-        for done in _run_all(pplan.groups, run_group, settings.jobs, log):
-            results.update({r.id: r for r in done})
+        try:
+            for done in _run_all(pplan.groups, run_group, settings.jobs, log):
+                results.update({r.id: r for r in done})
+        except _Stopped as stopped:
+            for done in stopped.finished:
+                results.update({r.id: r for r in done})
+            raise PublishInterrupted(str(stopped), _interrupted_report(pplan, results, start)) from None
     ordered = [results[i.id] for i in pplan.items]
     ordered += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
     indexes: list[IndexResult] = []
@@ -163,6 +180,14 @@ def _zstd_copies(
     return write_zstd_copies(registry.client, settings.repo, published, log, signing_key_of(settings.trust))
 
 
+class _Stopped(Exception):
+    """_run_all was interrupted; `finished`: the results of the groups that ran (to their end or their stop)."""
+
+    def __init__(self, message: str, finished: list[list[ItemResult]]) -> None:
+        super().__init__(message)
+        self.finished = finished
+
+
 def _run_all(
     groups: tuple[Group, ...], run_group: Callable[[Group], list[ItemResult]], jobs: int, log: Log
 ) -> list[list[ItemResult]]:
@@ -174,11 +199,33 @@ def _run_all(
         for future in futures:
             future.cancel()
         stopped = stop_all()
-        pool.shutdown(wait=True, cancel_futures=True)
-        log(f"interrupted: stopped {stopped} running build(s); no unverified image was tagged or pushed")
-        raise Interrupted("interrupted: run the same publish again to finish (finished images are skipped)") from None
+        pool.shutdown(wait=True, cancel_futures=True)  # a running group returns its results once its build stops
+        finished = [_ended(group, future) for group, future in zip(groups, futures, strict=True)]
+        log(f"interrupted: stopped {stopped} running build(s); no alias was moved (the report lists what was pushed)")
+        raise _Stopped(
+            "interrupted: run the same publish again to finish (it skips what is published, and with --sign-key or "
+            "--attest signs and attests an image pushed just before the stop)",
+            finished,
+        ) from None
     pool.shutdown(wait=True)
     return done
+
+
+def _ended(group: Group, future: Future[list[ItemResult]]) -> list[ItemResult]:
+    """A group's results after a stop: its own (built, pushed, or failed with the stop's reason) where it returned."""
+    if future.cancelled() or not future.done():
+        return [ItemResult(i.id, Status.FAILED, reason=NOT_STARTED) for i in group.items]
+    if future.exception() is not None:
+        return [ItemResult(i.id, Status.FAILED, reason=STOPPED) for i in group.items]
+    return future.result()
+
+
+def _interrupted_report(pplan: PublishPlan, results: dict[str, ItemResult], start: float) -> Report:
+    """The report of a stopped run: each item's result as its group left it; every alias held."""
+    items = [results.get(i.id) or ItemResult(i.id, Status.FAILED, reason=NOT_STARTED) for i in pplan.items]
+    items += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
+    aliases = [AliasResult(a.alias, AliasStatus.HELD, reason=STOPPED) for a in pplan.aliases]
+    return Report(items, aliases, time.monotonic() - start)
 
 
 def _run_group(

@@ -3,6 +3,7 @@ error line on stderr and no traceback (a fake engine at the seam; no process sta
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -202,3 +203,21 @@ def test_the_readme_table_lists_every_code_the_cases_give() -> None:
     listed = {int(code) for code in re.findall(r"^\| (\d+) \|", text, flags=re.M)}
     # 6: explain/inspect, tests/unit/test_one_chooser; 7: matrix outdated, tests/unit/test_outdated
     assert {c.code for c in CASES} | {70, CANNOT_TELL_EXIT, OUTDATED} == listed
+
+
+def test_an_interrupted_publish_writes_its_report_and_exits_130(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = Report([ItemResult("x", Status.FAILED, reason="interrupted before it finished")], [], 1.0)
+
+    def stopped(*args: object, **kwargs: object) -> Report:
+        raise builder.publish.run.PublishInterrupted("interrupted: run the same publish again to finish", report)
+
+    monkeypatch.setattr(builder.publish.run, "publish", stopped)
+    path = tmp_path / "report.json"
+    with pytest.raises(SystemExit) as exit_:
+        main(["publish", "--no-push", "-o", _out(tmp_path), "--report", str(path)])
+    _, err = capsys.readouterr()
+    assert exit_.value.code == 130
+    assert json.loads(path.read_text())["items"][0]["reason"] == "interrupted before it finished"
+    assert err.splitlines()[-1] == "torchyard: error: interrupted: run the same publish again to finish"

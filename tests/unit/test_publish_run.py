@@ -25,7 +25,7 @@ from builder.core.process import reset_cancel
 from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
-from builder.publish.run import PublishSettings, Report, publish, write_report
+from builder.publish.run import PublishInterrupted, PublishSettings, Report, publish, write_report
 
 CU130 = "cu130/torch2.14.1-cu130-py3.11-debian12"
 CU126 = "cu126/torch2.14.1-cu126-py3.11-debian12"
@@ -203,6 +203,25 @@ def test_ctrl_c_during_a_build_raises_interrupted_and_nothing_is_tagged_or_moved
         run(fakes, tmp_path)
     assert not ({CU130_RUNTIME, CU130_DEVEL} & fakes.tagged())
     assert not any(":2.14-" in ref or ":2.15-" in ref for ref in fakes.pushed())
+
+
+def test_an_interrupted_run_still_reports_each_item_as_its_group_left_it(fakes: PublishFakes, tmp_path: Path) -> None:
+    fakes.fault(CU130, fail_build=KeyboardInterrupt())
+    with pytest.raises(PublishInterrupted) as raised:
+        run(fakes, tmp_path)  # one job: the groups run in order
+    report = raised.value.report
+    assert raised.value.exit_code == 130
+    stopped = CU130.split("/")[1]  # the group's combination: its runtime and devel items
+    reasons = {i.id: (i.status, i.reason) for i in report.items}
+    assert {r for i, r in reasons.items() if i.startswith(stopped)} == {("failed", "interrupted before it finished")}
+    # the others never started, or stopped at their next step (the next group may have begun as the first was stopped)
+    others = {r for i, r in reasons.items() if not i.startswith(stopped)}
+    assert ("failed", "interrupted before it started") in others
+    assert all(status == "failed" and reason.startswith("interrupted before") for status, reason in others)
+    assert len(reasons) == len(fakes.items) == 4
+    assert {a.status for a in report.aliases} == {"held"} and len(report.aliases) == len(ALIASES)
+    write_report(report, tmp_path / "report.json")
+    assert json.loads((tmp_path / "report.json").read_text())["summary"]["failed"] == len(fakes.items)
 
 
 def test_the_json_report_counts_and_lists_everything(fakes: PublishFakes, tmp_path: Path) -> None:

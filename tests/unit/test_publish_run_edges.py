@@ -175,7 +175,10 @@ def test_ctrl_c_waits_for_the_running_groups_and_says_what_it_stopped(
     with pytest.raises(Interrupted) as raised:
         run(fakes, tmp_path, jobs=3)
     assert watch.running == 0, "publish returned while a group was still building"
-    assert str(raised.value) == "interrupted: run the same publish again to finish (finished images are skipped)"
+    assert str(raised.value) == (
+        "interrupted: run the same publish again to finish (it skips what is published, and with --sign-key or "
+        "--attest signs and attests an image pushed just before the stop)"
+    )
 
 
 def test_ctrl_c_logs_how_many_builds_it_stopped(fakes: PublishFakes, tmp_path: Path) -> None:
@@ -184,7 +187,7 @@ def test_ctrl_c_logs_how_many_builds_it_stopped(fakes: PublishFakes, tmp_path: P
     settings = PublishSettings(repo=REPO, out_root=tmp_path / "work")
     with pytest.raises(Interrupted):
         publish(plan_publish(fakes.m, fakes.items, []), settings, log.append, fakes.factory, fakes.registry_for)
-    assert log[-1] == "interrupted: stopped 0 running build(s); no unverified image was tagged or pushed"
+    assert log[-1] == "interrupted: stopped 0 running build(s); no alias was moved (the report lists what was pushed)"
 
 
 # --- run: what a group's failure leaves ----------------------------------------------------------------------
