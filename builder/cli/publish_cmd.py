@@ -29,7 +29,8 @@ from builder.render.network import Network, NetworkFlags, resolve_network
 
 if TYPE_CHECKING:  # publish.run is imported where a command runs: --help stays fast
     from builder.pipeline.gate import SecurityGate
-    from builder.publish.run import PublishSettings, Report
+    from builder.publish.report import Report
+    from builder.publish.run import PublishSettings
     from builder.trust.attest import TrustSettings
 
 DEFAULT_REPO = "torchyard"
@@ -141,7 +142,8 @@ platform_option = click.option(
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
-    from builder.publish.run import PublishInterrupted, publish, write_report
+    from builder.publish.report import PublishInterrupted, write_report
+    from builder.publish.run import publish
 
     m = matrix_of(ctx)
     trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built

@@ -274,18 +274,15 @@ class Distribution:
 
     def check_push(self, repo: RepoRef) -> None:
         """Whether the registry lets these credentials push to repo: an upload is opened (what a push does first,
-        where a read-only registry or a missing permission answers 401/403) and cancelled at once, so a refusal
-        is found before a build, not after it. PushError (exit 5) names the registry and what to give."""
+        where a read-only registry or a missing permission says no) and cancelled at once, so a refusal is found
+        before a build, not after it. PushError (exit 5) names the registry and what to give."""
         reply = self._call("POST", repo, f"{repo.base}/blobs/uploads/", _push(repo))
-        if reply.status in (401, 403):
-            self._check(reply, repo, "write")
-        if reply.status not in (201, 202):
-            code = ", ".join(str(e.get("code")) for e in _errors(reply.body)) or "no reason given"
-            raise PushError(f"registry {repo.host} will not take a push to {repo.name}: HTTP {reply.status} ({code}); "
+        if reply.status not in (201, 202, 401, 403):
+            raise PushError(f"registry {repo.host} will not take a push to {repo.name} (HTTP {reply.status}): "
                             "is it read-only (a mirror or a pull-through cache)?")  # fmt: skip
-        location = self._location(repo, reply)
+        self._check(reply, repo, "write")
         with suppress(UpstreamError):  # a registry that cannot cancel an upload lets it expire
-            self._call("DELETE", repo, location, _push(repo))
+            self._call("DELETE", repo, self._location(repo, reply), _push(repo))
 
     # --- internals ----------------------------------------------------------------------------------
 
@@ -391,12 +388,3 @@ def _pull(repo: RepoRef) -> tuple[str, ...]:
 
 def _push(repo: RepoRef) -> tuple[str, ...]:
     return (f"repository:{repo.name}:pull,push",)
-
-
-def _errors(body: bytes) -> list[dict[str, Any]]:
-    """The registry's error list (distribution's {"errors": [{"code": ...}]}), empty when the body has none."""
-    try:
-        found = json.loads(body or b"{}").get("errors")
-    except (ValueError, AttributeError):
-        return []
-    return [e for e in found if isinstance(e, dict)] if isinstance(found, list) else []

@@ -8,17 +8,13 @@ file and engine client, and return their own results.
 
 from __future__ import annotations
 
-import json
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from builder.core.errors import Interrupted, TorchyardError
-from builder.core.files import write_report_file
 from builder.core.kinds import AliasStatus, Status
 from builder.core.process import reset_cancel, stop_all
 from builder.core.redact import redact
@@ -28,6 +24,13 @@ from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
 from builder.pipeline.registry import Registry
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
+from builder.publish.report import (
+    NO_PUSH_INDEX,
+    AliasResult,
+    ItemResult,
+    PublishInterrupted,
+    Report,
+)
 from builder.publish.zstd_copies import ZstdResult, published_tags, write_zstd_copies
 from builder.render.tags import ImageTags
 from builder.trust.attest import TrustSettings, signing_key_of
@@ -51,70 +54,6 @@ class PublishSettings:
     zstd: bool = False  # also a zstd copy of each pushed tag, <tag>-zstd (builder/publish/zstd_copies.py)
     security_gate: SecurityGate | None = None  # --security-gate (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
-
-
-@dataclass
-class ItemResult:
-    id: str
-    status: Status  # built | skipped | failed | excluded
-    ref: str = ""
-    reason: str = ""
-    seconds: float = 0.0
-    smoke: dict[str, int] = field(default_factory=dict)
-    digest: str = ""
-    security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
-
-
-NO_PUSH_INDEX = "--no-push: an index lives in a registry"
-
-
-@dataclass
-class AliasResult:
-    alias: str
-    status: AliasStatus
-    target: str = ""
-    reason: str = ""
-
-
-@dataclass
-class Report:
-    items: list[ItemResult]
-    aliases: list[AliasResult]
-    seconds: float
-    indexes: list[IndexResult] = field(
-        default_factory=list
-    )  # multi-platform images (builder/pipeline/multiplatform.py)
-    zstd: list[ZstdResult] = field(default_factory=list)  # --zstd: the zstd copies (builder/publish/zstd_copies.py)
-
-    @property
-    def failed(self) -> bool:
-        # an index held because the run was asked not to push is what was asked for, not a failure
-        held = any(i.status is AliasStatus.HELD and i.reason != NO_PUSH_INDEX for i in self.indexes)
-        copies = any(z.status == "failed" for z in self.zstd)
-        return held or copies or any(i.status == Status.FAILED for i in self.items)
-
-    def as_json(self) -> dict[str, Any]:
-        counts: dict[str, int] = defaultdict(int)
-        for item in self.items:
-            counts[item.status] += 1
-        return {
-            "schema": 1,
-            "total": len(self.items),
-            "summary": dict(counts) | {"seconds": round(self.seconds, 1)},
-            "items": [vars(i) for i in self.items],
-            "aliases": [vars(a) for a in self.aliases],
-            "indexes": [vars(i) for i in self.indexes],
-            "zstd": [vars(z) for z in self.zstd],
-        }
-
-
-class PublishInterrupted(Interrupted):
-    """Ctrl-C or SIGTERM during the builds: what had finished (built, pushed, failed) and what had not, so the
-    report is written on this exit too; no alias was moved."""
-
-    def __init__(self, message: str, report: Report) -> None:
-        super().__init__(message)
-        self.report = report
 
 
 STOPPED = "interrupted before it finished"
@@ -418,7 +357,3 @@ def _move(
         return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
     log(f"MOVE  {alias_ref} -> {immutable} ({digest})")
     return AliasResult(alias, AliasStatus.MOVED, immutable)
-
-
-def write_report(report: Report, path: Path) -> None:
-    write_report_file(path, redact(json.dumps(report.as_json(), indent=2)) + "\n")

@@ -25,7 +25,8 @@ from builder.matrix import Matrix, load_matrix
 from builder.pipeline.plan import CONTENT_LABEL, Plan, make_plan
 from builder.publish.items import Item, expand
 from builder.publish.plan import plan_publish
-from builder.publish.run import PublishSettings, Report, publish
+from builder.publish.report import Report
+from builder.publish.run import PublishSettings, publish
 from builder.resolve.combos import Combination
 
 REPO = "127.0.0.1:5000/team/torch"

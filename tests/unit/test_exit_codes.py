@@ -25,7 +25,7 @@ from builder.cli.main import main
 from builder.cli.outdated_cmd import OUTDATED
 from builder.core.errors import EngineError, Interrupted, PushError
 from builder.core.kinds import Status
-from builder.publish.run import ItemResult, Report
+from builder.publish.report import ItemResult, PublishInterrupted, Report
 from builder.resolve.verdict import CANNOT_TELL_EXIT
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -211,7 +211,7 @@ def test_an_interrupted_publish_writes_its_report_and_exits_130(
     report = Report([ItemResult("x", Status.FAILED, reason="interrupted before it finished")], [], 1.0)
 
     def stopped(*args: object, **kwargs: object) -> Report:
-        raise builder.publish.run.PublishInterrupted("interrupted: run the same publish again to finish", report)
+        raise PublishInterrupted("interrupted: run the same publish again to finish", report)
 
     monkeypatch.setattr(builder.publish.run, "publish", stopped)
     path = tmp_path / "report.json"

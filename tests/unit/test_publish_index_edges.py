@@ -17,7 +17,8 @@ import builder.publish.run as publish_run
 from builder.core.kinds import AliasStatus, Platform, Status
 from builder.pipeline.multiplatform import IndexResult
 from builder.publish.plan import plan_publish
-from builder.publish.run import ItemResult, PublishSettings
+from builder.publish.report import ItemResult
+from builder.publish.run import PublishSettings
 from builder.render.tags import ImageTags
 from builder.trust.attest import TrustSettings
 

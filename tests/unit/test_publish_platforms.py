@@ -18,7 +18,7 @@ from builder.pipeline.plan import make_plan
 from builder.publish.export import ARM_GPU_RUNNER, GPU_RUNNER, bake, github_matrix
 from builder.publish.items import expand
 from builder.publish.plan import plan_publish
-from builder.publish.run import NO_PUSH_INDEX, ItemResult, Report
+from builder.publish.report import NO_PUSH_INDEX, ItemResult, Report
 
 AMD64, ARM64 = "both/torch2.14.1-cu130-py3.11-debian12", "both/torch2.14.1-cu130-py3.11-debian12-arm64"
 TAG = "2.14.1-cuda13.0-cudnn9-py3.11-debian12-runtime"

@@ -25,7 +25,8 @@ from builder.core.process import reset_cancel
 from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
-from builder.publish.run import PublishInterrupted, PublishSettings, Report, publish, write_report
+from builder.publish.report import PublishInterrupted, Report, write_report
+from builder.publish.run import PublishSettings, publish
 
 CU130 = "cu130/torch2.14.1-cu130-py3.11-debian12"
 CU126 = "cu126/torch2.14.1-cu126-py3.11-debian12"

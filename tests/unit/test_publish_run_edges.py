@@ -28,7 +28,8 @@ from builder.pipeline.gate import SecurityGate
 from builder.pipeline.pipeline import BuildSettings
 from builder.publish.items import Excluded, expand
 from builder.publish.plan import plan_publish
-from builder.publish.run import ItemResult, PublishSettings, Report, publish
+from builder.publish.report import ItemResult, Report
+from builder.publish.run import PublishSettings, publish
 from builder.render.network import Network
 from builder.trust.attest import TrustSettings
 

@@ -501,7 +501,7 @@ def test_check_push_names_a_read_only_registry_and_missing_permission() -> None:
     with pytest.raises(PushError) as caught:
         registry.check_push("127.0.0.1:5000/team/torch")
     assert str(caught.value) == (
-        "registry 127.0.0.1:5000 will not take a push to team/torch: HTTP 405 (UNSUPPORTED); "
+        "registry 127.0.0.1:5000 will not take a push to team/torch (HTTP 405): "
         "is it read-only (a mirror or a pull-through cache)?"
     )
     assert caught.value.exit_code == 5

@@ -23,7 +23,7 @@ from builder.host.doctor import diagnose
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.pipeline.multiplatform import IndexResult
-from builder.publish.run import ItemResult, Report
+from builder.publish.report import ItemResult, Report
 from builder.publish.zstd_copies import ZstdResult
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
