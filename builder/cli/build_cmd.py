@@ -69,7 +69,7 @@ class BuildFlags:
 def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
     """Build (and verify, smoke-test, tag, push) images for the best or pinned combination."""
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
-    m, options, chosen = prepare(ctx, dict(flags.shared), flags.target)
+    m, options, chosen = prepare(ctx, dict(flags.shared), flags.target, dry_run=flags.dry_run)
     trust = trust_settings(flags.sign_key, flags.attest, flags.push, m.path)  # a bad key stops here: nothing built
     gate = security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist too, dry run or not
     plan = chosen.plan
@@ -88,7 +88,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         gpus=flags.gpus,
         verbose=flags.verbose,
         auth=auth,
-        pip_conf=options.network.pip_conf() if options.network.index_urls() else None,
+        pip_conf=options.network.pip_conf() if options.network.wants_pip_conf() else None,
         force=flags.force,
         provenance=provenance,
         progress=mode_for(),

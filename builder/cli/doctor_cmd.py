@@ -10,6 +10,7 @@ import click
 from builder.cli.check_view import check_data, check_lines, failed, run_check
 from builder.cli.options import image_reference, matrix_of, repository
 from builder.cli.output import emit_json
+from builder.cli.project_flags import confirm, project_of, project_options, project_wish
 from builder.cli.request import takes
 from builder.core import env
 from builder.core.versions import driver_version
@@ -36,6 +37,8 @@ class DoctorFlags:
     as_json: bool
     check_image: str | None  # "" : --check without IMAGE (the recommended image)
     check_timeout: float
+    project: str | None
+    no_project: bool
 
 
 @click.command("doctor")
@@ -69,6 +72,7 @@ class DoctorFlags:
 )
 @click.option("--check-timeout", default=300.0, show_default=True, metavar="SECONDS", help="The probe's limit.",
               type=click.FloatRange(min=1.0))  # fmt: skip
+@project_options
 @click.pass_context
 @takes(DoctorFlags)
 def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
@@ -76,12 +80,18 @@ def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
     from builder.engine import DockerEngine
 
     m = matrix_of(ctx)
+    project = project_of(m, flags.project, flags.no_project)
+    wish = asked = RawQuery(torch=flags.torch_spec, python=flags.python_spec, os=flags.os_name)
+    if project is not None:
+        wish = project_wish(m, project, asked)
+        click.echo(f"torchyard: {project.describe()}", err=True)
     system = RealSystem()
     host = probe(m, system)
     engine = DockerEngine()
     runtime = read_runtime(system, engine.daemon_info)
-    wish = RawQuery(torch=flags.torch_spec, python=flags.python_spec, os=flags.os_name)
     d = diagnose(m, host, runtime, wish, flags.repo, engine)
+    if project is not None:
+        confirm(m, project, asked, d.recommended.result.combo if d.recommended else None)
     check = None if flags.check_image is None else run_check(d, flags.check_image, flags.check_timeout)
     if flags.as_json:
         emit_json(as_data(d, Facts(m)) | ({"check": check_data(check)} if check else {}))

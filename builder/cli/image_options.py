@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,6 @@ import click
 
 from builder.core import env
 from builder.core.errors import UsageError
-from builder.core.files import read_text
 from builder.core.kinds import Installer, Strategy, parse_choice
 from builder.core.names import check_mirror
 from builder.core.redact import redact
@@ -20,6 +20,8 @@ from builder.matrix.lock import BaseLock, lock_path, read_lock
 from builder.pipeline.extension_dir import check_extension_dir
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
+from builder.render.reqtypes import Requirements
+from builder.render.requirements import read_requirements, with_file_indexes
 from builder.resolve.query import known_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -85,12 +87,18 @@ _OPTIONS = (
         metavar="uv|pip",
         help="What installs the venv (uv: parallel downloads and installs; the same constraints and secrets).",
     ),
-    click.option("--pip", "extra_pip", multiple=True, metavar="REQ", help="Extra pip requirement (repeatable)."),
+    click.option(
+        "--pip",
+        "extra_pip",
+        multiple=True,
+        metavar="REQ",
+        help="Extra pip requirement, local path or git+https URL (repeatable).",
+    ),
     click.option(
         "--requirements",
         metavar="FILE",
         type=click.Path(dir_okay=False),
-        help="Extra pip requirements file (torch stays pinned).",
+        help="pip requirements file (-r/-c includes, markers, hashes, index options; torch stays pinned).",
     ),
     click.option("--user", metavar="NAME", help="Run as this non-root user (uid 1000); default: root."),
     click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Extra image label (repeatable)."),
@@ -133,10 +141,12 @@ def image_options(func: F) -> F:
 
 def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any]) -> RenderOptions:
     """Pop the image flags out of kwargs into RenderOptions (arch strings already validated by lookup)."""
+    flag_index = kwargs.pop("pip_index_url")
+    requirements = _read(kwargs.pop("requirements"))
     network = resolve_network(
         NetworkFlags(
             ca_bundle=kwargs.pop("ca_bundle"),
-            pip_index_url=kwargs.pop("pip_index_url"),
+            pip_index_url=flag_index,
             pip_extra_index_urls=tuple(kwargs.pop("pip_extra_index_urls")),
             apt_mirror=kwargs.pop("apt_mirror"),
             use_host_settings=not kwargs.pop("no_host_settings"),
@@ -147,20 +157,21 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
         installer=parse_choice(Installer, kwargs.pop("installer"), "--installer"),
         archs=tuple(known_arch(m, a) for a in archs),
         extra_pip=tuple(kwargs.pop("extra_pip")),
-        requirements=_read(kwargs.pop("requirements")),
+        requirements=requirements,
         user=kwargs.pop("user"),
         labels=tuple(_label(text) for text in kwargs.pop("labels")),
         torch_index_url=kwargs.pop("torch_index_url"),
         extensions=tuple(_extension(text) for text in kwargs.pop("extensions")),
-        network=network,
+        network=with_file_indexes(network, requirements, flag_index),
         refresh=kwargs.pop("refresh"),
         base_lock=lock_of(m, kwargs.pop("locked")),
         registry_mirror=kwargs.pop("registry_mirror"),
     )
 
 
-def _read(path: str | None) -> str | None:
-    return None if path is None else read_text(path, "--requirements")
+def _read(path: str | None) -> Requirements | None:
+    """--requirements FILE as pip reads it; `${VAR}` in its index options expanded from this environment."""
+    return None if path is None else read_requirements(path, os.environ)
 
 
 def _label(text: str) -> tuple[str, str]:

@@ -50,6 +50,8 @@ _COMMANDS = {
                 "has SRC's digest."),
     "lock": ("builder.cli.lock_cmd:lock_group",
              "The exact distribution set of an image, to install it outside the image (docs/lock.md)."),
+    "init": ("builder.cli.init_cmd:init_cmd",
+             "Write torchyard.toml for this machine from doctor's answer (commented), and torchyard.lock beside it."),
     "run": ("builder.cli.run_cmd:run_cmd",
             "Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at "
             "/workspace and your UID:GID."),

@@ -196,7 +196,7 @@ def _settings(
         aliases_only=flags.aliases_only,
         zstd=flags.zstd,
         auth=auth,
-        pip_conf=network.pip_conf() if network.index_urls() else None,
+        pip_conf=network.pip_conf() if network.wants_pip_conf() else None,
         provenance=tuple(sorted(provenance_labels(Path(m.path).parent).items())),
         trust=trust,
         security_gate=gate,

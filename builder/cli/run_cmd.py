@@ -8,11 +8,13 @@ import re
 import shlex
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import click
 
 from builder.cli.options import image_reference, matrix_of, repository
+from builder.cli.project_flags import confirm, project_of, project_options, project_wish
 from builder.core import env
 from builder.core.errors import UsageError
 from builder.engine.interactive import docker_run_argv, run_container
@@ -77,6 +79,7 @@ def _shm_size(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("-y", "--yes", is_flag=True, help="Build the chosen image without asking when it is nowhere.")
 @click.option("--force", is_flag=True, help="Run an IMAGE that will not run on this machine.")
 @click.option("--dry-run", is_flag=True, help="Print the docker run line and exit.")
+@project_options
 @click.pass_context
 def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     """Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at
@@ -87,9 +90,19 @@ def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     if image is not None and flags["here"]:
         raise UsageError("run: give IMAGE or --here, not both")
     m = matrix_of(ctx)
+    if image is not None and flags["project"] is not None:
+        raise UsageError("run: give IMAGE or --project, not both")
+    project = None if image is not None else project_of(m, flags["project"], flags["no_project"])
     system, engine = RealSystem(), QuickEngine()
     request = request_of(image, flags, ctx.meta.get(AFTER, []))
+    asked = request.wish
+    if project is not None:
+        _say(project.describe())
+        request = replace(request, wish=project_wish(m, project, asked))
     launch = prepare(m, probe(m, system), read_runtime(system, engine.daemon_info), request, engine)
+    if project is not None:
+        chosen = launch.recommend()
+        confirm(m, project, asked, chosen.result.combo if chosen else None)
     _say(*_chosen(launch, request), *launch.notes)
     if flags["dry_run"]:
         if not launch.local:

@@ -27,6 +27,12 @@ class MatrixError(TorchyardError):
     exit_code = 2
 
 
+class ProjectError(TorchyardError):
+    """torchyard.toml or torchyard.lock is malformed, names a path outside its project, or no longer fits."""
+
+    exit_code = 2
+
+
 class RenderError(TorchyardError):
     """A combination or option cannot be turned into a Dockerfile."""
 

@@ -312,16 +312,20 @@ def fill_manifests(layer_map: dict[str, Any], folder: str) -> list[str]:
 
 
 def uv_env(pip_conf: str) -> str:
-    """pip.conf's index-url and extra-index-url as uv's variables (it reads no pip.conf); quoted for `eval`."""
+    """pip.conf's index-url, extra-index-url, find-links and trusted-host as uv's variables (it reads no
+    pip.conf); quoted for `eval`."""
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(pip_conf, encoding="utf-8")
     lines = []
     index = parser.get("global", "index-url", fallback="").strip()
-    extra = " ".join(parser.get("global", "extra-index-url", fallback="").split())
     if index:
         lines.append(f"export UV_DEFAULT_INDEX={shlex.quote(index)}")
-    if extra:
-        lines.append(f"export UV_INDEX={shlex.quote(extra)}")
+    # uv's lists: UV_INDEX and UV_INSECURE_HOST space-separated, UV_FIND_LINKS comma-separated
+    for key, variable, sep in (("extra-index-url", "UV_INDEX", " "), ("find-links", "UV_FIND_LINKS", ","),
+                               ("trusted-host", "UV_INSECURE_HOST", " ")):  # fmt: skip
+        value = sep.join(parser.get("global", key, fallback="").split())
+        if value:
+            lines.append(f"export {variable}={shlex.quote(value)}")
     return "\n".join(lines)
 
 

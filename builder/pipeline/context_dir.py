@@ -6,8 +6,9 @@
   the folder (the record is checked, not trusted); logs and reports stay.
 - Everything is staged in a temporary folder inside the output and moved into place; a failure leaves
   nothing behind, and a lock lets renders into one folder run at the same time.
-- Extension folders are copied by the checked walk of builder/pipeline/extension_dir.py (links kept only inside the
-  folder; no special files; size limits), the same walk the content hash reads.
+- Extension folders, and the local sources requirements name (req/...), are copied by the checked walk of
+  builder/pipeline/extension_dir.py (links kept only inside the folder; no special files; size limits), the same
+  walk the content hash reads.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from builder.core.errors import RenderError, UsageError
 from builder.core.files import write_file
-from builder.pipeline.extension_dir import walk_extension
+from builder.pipeline.extension_dir import walk_source
 
 if TYPE_CHECKING:
     from builder.pipeline.plan import Plan
@@ -96,9 +97,9 @@ def _stage(plan: Plan, staging: Path, out_dir: Path) -> list[str]:
         path = staging / name
         path.parent.mkdir(parents=True, exist_ok=True)
         write_file(path, data, shown=out_dir / name)
-    for name, source in plan.extension_dirs:
+    for name, source, flag in plan.copies:
         try:
-            _copy_extension(source, staging / name)
+            _copy_extension(source, staging / name, flag)
         except OSError as exc:
             raise UsageError(f"{out_dir / name}: cannot write: {exc.strerror or exc}") from None
     ignore = "plan.json\n*.log\nsmoke-*.json\n" + RECORD + "\n" + LOCK + "\n"
@@ -106,24 +107,29 @@ def _stage(plan: Plan, staging: Path, out_dir: Path) -> list[str]:
     return sorted(p.name for p in staging.iterdir())
 
 
-def _copy_extension(source: Path, dest: Path) -> None:
+def _copy_extension(source: Path, dest: Path, flag: str) -> None:
+    nodes = walk_source(source, flag)
+    if nodes and nodes[0].rel == "":  # one file: a wheel or sdist
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        _copy_file(source, dest, nodes[0].size, flag)
+        return
     dest.mkdir(parents=True)
-    for node in walk_extension(source):
+    for node in nodes:
         path = dest / node.rel
         if node.kind == "dir":
             path.mkdir()
         elif node.kind == "link":
             path.symlink_to(node.target)
         else:
-            _copy_file(source / node.rel, path, node.size)
+            _copy_file(source / node.rel, path, node.size, flag)
 
 
-def _copy_file(source: Path, dest: Path, size: int) -> None:
+def _copy_file(source: Path, dest: Path, size: int, flag: str) -> None:
     """The regular file walked, opened without following a link swapped in since, no more than its size."""
     fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as handle:
         if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise RenderError(f"--extension: {source} changed while it was copied")
+            raise RenderError(f"{flag}: {source} changed while it was copied")
         dest.write_bytes(handle.read(size + 1)[:size])
 
 

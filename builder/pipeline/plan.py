@@ -17,7 +17,7 @@ from builder.core.errors import RenderError
 from builder.core.kinds import Flavor, Installer, Strategy
 from builder.engine import BuildRequest
 from builder.matrix.model import Matrix
-from builder.pipeline.extension_dir import walk_extension
+from builder.pipeline.extension_dir import walk_source
 from builder.render.dockerfile_context import dockerfile_context
 from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT
 from builder.render.network import Secret
@@ -61,6 +61,11 @@ class Plan:
     targets: tuple[TargetPlan, ...]  # every flavor this combination can have; a build picks some
     network_origins: tuple[str, ...]
     content_hash: str
+
+    @property
+    def copies(self) -> tuple[tuple[str, Path, str], ...]:
+        """What is copied into the context by the checked walk: (its path there, the host path, the flag)."""
+        return copies(self.extension_dirs, self.spec)
 
     @property
     def combination(self) -> Combination:
@@ -134,7 +139,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
         secrets=options.network.secrets(),
         targets=targets,
         network_origins=options.network.origins,
-        content_hash=_content_hash(dockerfile, build_args, files, ext_dirs),
+        content_hash=_content_hash(dockerfile, build_args, files, copies(ext_dirs, spec)),
     )
 
 
@@ -168,8 +173,8 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         files[FETCH_SCRIPT] = FETCH_SOURCE.read_bytes()
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
-    if spec.requirements is not None:  # its lines were checked against the pins in the spec
-        files["requirements.txt"] = spec.requirements.encode()
+    for name, text in spec.additions.files:  # --requirements, --pip: checked against the pins in the spec
+        files[name] = text.encode()
     for path in sorted(SMOKE_DIR.glob("*.py")):
         files[f"smoke/{path.name}"] = path.read_bytes()
     return tuple(sorted(files.items()))
@@ -179,21 +184,26 @@ def _content_hash(
     dockerfile: str,
     build_args: tuple[tuple[str, str], ...],
     files: tuple[tuple[str, bytes], ...],
-    ext_dirs: tuple[tuple[str, Path], ...],
+    copied: tuple[tuple[str, Path, str], ...],
 ) -> str:
     h = hashlib.sha256(dockerfile.encode())
     for key, value in build_args:
         h.update(f"\0arg:{key}={value}".encode())
     for name, data in files:
         h.update(f"\0file:{name}:{len(data)}\0".encode() + data)
-    for name, root in ext_dirs:  # what write_context copies: the same walk, the same refusals
-        for node in walk_extension(root):
+    for name, root, flag in copied:  # what write_context copies: the same walk, the same refusals
+        for node in walk_source(root, flag):
             if node.kind == "file":
                 data = (root / node.rel).read_bytes()[: node.size]
                 h.update(f"\0file:{name}/{node.rel}:{len(data)}\0".encode() + data)
             elif node.kind == "link":
                 h.update(f"\0link:{name}/{node.rel}->{node.target}\0".encode())
     return h.hexdigest()
+
+
+def copies(ext_dirs: tuple[tuple[str, Path], ...], spec: ImageSpec) -> tuple[tuple[str, Path, str], ...]:
+    sources = tuple((s.context, Path(s.host), s.flag) for s in spec.additions.sources)
+    return tuple((name, root, "--extension") for name, root in ext_dirs) + sources
 
 
 def tag_refs(repo: str, target: TargetPlan) -> tuple[str, ...]:

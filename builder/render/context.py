@@ -162,22 +162,19 @@ def constraints(c: Combination) -> str:
 
 
 def unpinned(c: Combination, field: str, requirement: str) -> str:
-    """An extra requirement that is safe in a RUN line and does not contradict the pins: pip would refuse
-    `torch==1.0.0` against constraints.txt only in the build, minutes later."""
+    """An extra requirement that is safe in a RUN line and does not contradict the pins (torch's and the NVIDIA
+    wheels', builder/render/pins.py): pip would refuse `torch==1.0.0` against constraints.txt only in the build,
+    minutes later."""
     safety.check(field, requirement, safety.PIP_REQUIREMENT, "numpy<2")
     from packaging.requirements import InvalidRequirement, Requirement
+
+    from builder.render.pins import check_unpinned
 
     try:
         parsed = Requirement(requirement)
     except InvalidRequirement as exc:
-        raise RenderError(f"{field}: {requirement!r} is not a pip requirement ({exc})") from None
-    pins = {"torch": c.torch.version, "torchvision": c.torch.torchvision, "torchaudio": c.torch.torchaudio}
-    pinned = pins.get(parsed.name.lower().replace("_", "-"))
-    if pinned is not None and parsed.specifier and not parsed.specifier.contains(pinned, prereleases=True):
-        raise RenderError(
-            f"{field}: {requirement!r} contradicts the image's {parsed.name} {pinned} (pinned by constraints.txt); "
-            f"choose the release with --torch instead"
-        )
+        raise RenderError(f"{field}: {requirement!r} is not a pip requirement ({str(exc).splitlines()[0]})") from None
+    check_unpinned(c, field, requirement, parsed.name, str(parsed.specifier))
     return requirement
 
 

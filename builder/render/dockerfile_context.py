@@ -9,8 +9,10 @@ from builder import __version__
 from builder.core.kinds import Flavor
 from builder.core.versions import minor_str
 from builder.image.pip_guard import CONSTRAINTS
+from builder.render.additions import Additions
 from builder.render.layers import LayerPlan
 from builder.render.options import Extension
+from builder.render.reqtypes import REQ_CONTEXT, REQ_MOUNT
 from builder.render.spec import ImageSpec
 
 
@@ -49,8 +51,7 @@ def dockerfile_context(spec: ImageSpec) -> dict[str, Any]:
         "venv_layers": [f"{i:02d}" for i in range(len(spec.layers.slots()))],
         "layer_summary": layer_summary(spec.layers),
         "manifest_files": [f"manifest-{flavor.value}.json" for flavor in Flavor if flavor in available],
-        "extra_pip": list(spec.extra_pip),
-        "requirements": spec.requirements is not None,
+        "additions": _additions_context(spec.additions),
         "nvcc": spec.nvcc,
         "nvcc_pip": spec.nvcc_pip,
         "toolchain_pip": list(spec.toolchain_pip),
@@ -78,6 +79,13 @@ def _extension_context(e: Extension) -> dict[str, str]:
     if e.kind == "path":
         return {"name": e.name, "context_path": f"ext/{e.name}", "pip_arg": f"/opt/torchyard/src/{e.name}"}
     return {"name": e.name, "context_path": "constraints.txt", "pip_arg": f"'{e.spec}'"}
+
+
+def _additions_context(a: Additions) -> dict[str, Any]:
+    """--pip and --requirements: the files to copy, each install command's arguments, whether local sources are
+    bind-mounted (from the context's req/ folder)."""
+    return {"files": [name for name, _ in a.files], "installs": list(a.installs), "sources": bool(a.sources),
+            "context": REQ_CONTEXT, "mount": REQ_MOUNT}  # fmt: skip
 
 
 def layer_summary(plan: LayerPlan) -> str:

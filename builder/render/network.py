@@ -2,14 +2,15 @@
 
 A CA bundle and pip index settings reach the build only as BuildKit secrets (`cacert`, `pipconf`),
 never as a layer, ENV, build-arg or history entry. The apt mirror is a plain build arg and must not
-carry credentials.
+carry credentials. The index options of a requirements file (`--index-url`, `--find-links` ...)
+join these settings (`with_indexes`), so they too travel in the secret and never in the file the image keeps.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from builder.core.errors import RenderError
@@ -36,16 +37,22 @@ class Network:
     pip_index_url: str | None = None
     pip_extra_index_urls: tuple[str, ...] = ()
     apt_mirror: str | None = None
+    find_links: tuple[str, ...] = ()  # URLs of pages of links to files (a requirements file's --find-links)
+    trusted_hosts: tuple[str, ...] = ()  # hosts pip may reach over plain http or without a valid certificate
     origins: tuple[str, ...] = ()  # where each setting came from, for --dry-run
 
     def secrets(self) -> tuple[Secret, ...]:
         found = []
         if self.ca_bundle is not None:
             found.append(Secret(id="cacert", source=str(self.ca_bundle), description="CA bundle for pip and apt"))
-        if self.pip_index_url or self.pip_extra_index_urls:
-            urls = ", ".join(redact(u) for u in self.index_urls())
+        if self.wants_pip_conf():
+            urls = ", ".join(redact(u) for u in self.index_urls() + self.find_links)
             found.append(Secret(id="pipconf", source="generated", description=f"pip.conf with index {urls}"))
         return tuple(found)
+
+    def wants_pip_conf(self) -> bool:
+        """Whether the build needs the generated pip.conf secret (an index, links or trusted hosts to set)."""
+        return bool(self.index_urls() or self.find_links or self.trusted_hosts)
 
     def index_urls(self) -> tuple[str, ...]:
         return ((self.pip_index_url,) if self.pip_index_url else ()) + self.pip_extra_index_urls
@@ -57,6 +64,10 @@ class Network:
             lines.append(f"index-url = {self.pip_index_url}")
         if self.pip_extra_index_urls:
             lines.append("extra-index-url = " + " ".join(self.pip_extra_index_urls))
+        if self.find_links:
+            lines.append("find-links = " + " ".join(self.find_links))
+        if self.trusted_hosts:
+            lines.append("trusted-host = " + " ".join(self.trusted_hosts))
         return "\n".join(lines) + "\n"
 
     def build_args(self) -> dict[str, str]:
@@ -131,3 +142,45 @@ def _ca_path(text: str) -> Path:
     if data and b"-----BEGIN CERTIFICATE-----" not in data:
         raise RenderError(f"CA bundle {text!r} holds no PEM certificate (-----BEGIN CERTIFICATE-----)")
     return Path(text).resolve()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Indexes:
+    """The index options a requirements file names (each checked as a URL when it was read)."""
+
+    where: str  # the file (and line) that set index_url, for messages: reqs.txt:2
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()
+    trusted_hosts: tuple[str, ...] = ()
+
+
+def with_indexes(network: Network, found: Indexes, *, flag_index: str | None) -> Network:
+    """The build's settings with a file's index options added. pip's rule: the file's --index-url replaces the
+    default and the host's $PIP_INDEX_URL; one that differs from an --pip-index-url flag is refused (two answers
+    to one question). Extra indexes, links and trusted hosts are added, each once."""
+    index = network.pip_index_url
+    origins = list(network.origins)
+    if found.index_url and found.index_url != index:
+        if flag_index:
+            raise RenderError(
+                f"--requirements {found.where}: --index-url {redact(found.index_url)!r} differs from --pip-index-url "
+                f"{redact(flag_index)!r}; give one of them"
+            )
+        origins = [o for o in origins if not o.startswith("pip index from")]
+        origins.append(f"pip index from --requirements {found.where}")
+        index = found.index_url
+    elif found.extra_index_urls or found.find_links:
+        origins.append(f"pip extra index from --requirements {found.where}")
+    return replace(
+        network,
+        pip_index_url=index,
+        pip_extra_index_urls=_added(network.pip_extra_index_urls, found.extra_index_urls),
+        find_links=_added(network.find_links, found.find_links),
+        trusted_hosts=_added(network.trusted_hosts, found.trusted_hosts),
+        origins=tuple(origins),
+    )
+
+
+def _added(have: tuple[str, ...], more: tuple[str, ...]) -> tuple[str, ...]:
+    return have + tuple(dict.fromkeys(u for u in more if u not in have))

@@ -9,6 +9,7 @@ from builder.core.archs import Arch
 from builder.core.kinds import Installer, Strategy
 from builder.matrix.lock import BaseLock
 from builder.render.network import Network
+from builder.render.reqtypes import Requirements
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,8 +26,8 @@ class RenderOptions:
     strategy: Strategy = Strategy.WHEELS
     installer: Installer = Installer.UV  # what installs the venv (--installer)
     archs: tuple[Arch, ...] = ()  # empty: the torch build's own SASS list
-    extra_pip: tuple[str, ...] = ()
-    requirements: str | None = None  # content of a requirements file
+    extra_pip: tuple[str, ...] = ()  # --pip, as given (builder/render/additions.py reads each)
+    requirements: Requirements | None = None  # --requirements FILE, read (builder/render/requirements.py)
     user: str | None = None
     labels: tuple[tuple[str, str], ...] = ()  # --label: part of the tags (tags.extras_id)
     family_labels: tuple[tuple[str, str], ...] = ()  # a [[publish]] entry's labels: in the image, not the tags

@@ -8,6 +8,7 @@ comes back up with one frozen value (docs/architecture.md, "The image spec").
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from builder.core import safety
 from builder.core.archs import Arch
@@ -16,6 +17,7 @@ from builder.core.kinds import Flavor, Installer, Strategy
 from builder.matrix.model import Matrix
 from builder.render import context as ctx
 from builder.render import tags as tags_
+from builder.render.additions import Additions, additions
 from builder.render.layers import LayerPlan, layer_plan
 from builder.render.options import Extension, RenderOptions
 from builder.render.pinning import mirrored, pinned
@@ -64,8 +66,7 @@ class ImageSpec:
     apt_origin: str
     torch_index: str | None
     constraints: str  # constraints.txt: torch, torchvision, torchaudio pinned
-    extra_pip: tuple[str, ...]  # --pip, each checked against the pins
-    requirements: str | None  # --requirements' content, each line checked against the pins
+    additions: Additions  # --pip, --requirements: what is installed on top of the venv, checked against the pins
     extensions: tuple[Extension, ...]
     user: ImageUser | None
     layers: LayerPlan
@@ -119,7 +120,6 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         for flavor in Flavor
         if flavor not in dict(unavailable)
     )
-    _check_requirements(c, options.requirements)
     has_toolkit = nvcc or options.strategy is Strategy.CUDA_BASE
     return ImageSpec(
         combination=c,
@@ -141,8 +141,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         apt_origin=ctx.APT_ORIGINS.get(c.os.family, "http://deb.debian.org"),
         torch_index=ctx.torch_index(c, options),
         constraints=ctx.constraints(c),
-        extra_pip=tuple(ctx.unpinned(c, "--pip", p) for p in options.extra_pip),
-        requirements=options.requirements,
+        additions=additions(c, options, Path.cwd()),
         extensions=tuple(_checked(e) for e in options.extensions),
         user=_user(options),
         layers=layer_plan(c),
@@ -180,12 +179,6 @@ def _inference(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[
     if found.release is None:
         return (), ((Flavor.INFERENCE, f"no ONNX Runtime for it: {found.reason}"),)
     return onnx.packages(m, c, found), ()
-
-
-def _check_requirements(c: Combination, requirements: str | None) -> None:
-    for number, line in enumerate((requirements or "").splitlines(), 1):
-        if line.strip() and not line.lstrip().startswith("#"):
-            ctx.unpinned(c, f"--requirements line {number}", line.strip())
 
 
 def _checked(e: Extension) -> Extension:

@@ -75,7 +75,7 @@ def extras_id(options: RenderOptions) -> str | None:
     built with different additions never share an immutable tag; None when nothing was added."""
     added = {
         "pip": sorted(options.extra_pip),
-        "requirements": options.requirements,
+        "requirements": options.requirements.fingerprint() if options.requirements else None,
         "user": options.user,
         "labels": sorted(options.labels),
         "extensions": sorted((e.name, e.kind, e.spec if e.kind == "pip" else "") for e in options.extensions),

@@ -223,3 +223,30 @@ def holding(
         "io.torchyard.extensions": extensions,
     }
     return ImageInfo("sha256:" + "cd" * 32, labels, (ref,), (), 1, platform=platform, created=created)
+
+
+def _no_compute_cap(smi: str, driver: str) -> FakeSystem:
+    """A 470 driver: nvidia-smi refuses compute_cap (exit 2), then answers without it."""
+    system = machine(smi, driver=driver)
+    system.commands = {**system.commands, SMI: Ran(2, T4_470_NO_CC), SMI_NO_CC: Ran(0, smi)}
+    return system
+
+
+def stand_ins() -> dict[str, FakeSystem]:
+    """Every recorded machine, fresh, by name: what a host-dependent command must answer on (init, doctor, build)."""
+    return {
+        "rtx4090-535": machine(RTX4090_535, driver="535.104.05"),
+        "rtx4090-520": machine(RTX4090_520, driver="520.61.05"),
+        "2xh100-550": machine(H100X2_550, driver="550.54.15"),
+        "2xh100-570": machine(H100X2_570, driver="570.124.06"),
+        "2xh100-580": machine(H100X2_580, driver="580.65.06"),
+        "a100-mig-535": machine(A100_MIG, driver="535.216.01"),
+        "gb10-580-arm64": machine(GB10, arch="aarch64", driver="580.126.09"),
+        "future-gpu-620": machine(FUTURE, driver="620.10.01"),
+        "rtx5090-575": machine(RTX5090_575, driver="575.57.08"),
+        "p100-470": _no_compute_cap(P100_470, "470.82.01"),
+        "a10-580": machine(A10_580, driver="580.65.06"),
+        "v100-dropped-590": machine(NO_DEVICES, smi_code=6, driver="590.48.01", lspci=V100_PCI),
+        "no-gpu": machine(None, toolkit=False),
+        "driver-failing": machine(SMI_BROKEN, smi_code=9, driver="535.104.05"),
+    }

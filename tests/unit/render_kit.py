@@ -7,6 +7,7 @@ the machines these tests run on set PIP_CERT, and a rendered file must not depen
 from __future__ import annotations
 
 import shlex
+import tempfile
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -18,6 +19,8 @@ from builder.matrix import Matrix, load_matrix
 from builder.pipeline.plan import Plan, make_plan
 from builder.render.network import Network, NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
+from builder.render.reqfile import read_requirements_file
+from builder.render.reqtypes import Requirements
 from builder.resolve.combos import Combination
 from builder.resolve.query import Query, known_arch
 from builder.resolve.resolver import lookup
@@ -59,7 +62,19 @@ def addone(folder: Path = EXAMPLE_EXTENSION) -> Extension:
     return Extension(name=folder.name.replace("_", "-"), kind="path", spec=str(folder))
 
 
+def requirements(
+    text: str, folder: Path | None = None, name: str = "requirements.txt", env: dict[str, str] | None = None
+) -> Requirements:
+    """`--requirements <name>` holding `text`, read (in a new folder unless given); messages name it `name`."""
+    path = (folder or Path(tempfile.mkdtemp(prefix="torchyard-req-"))) / name
+    path.write_text(text)
+    return read_requirements_file(path, name, env or {})
+
+
 def options(strategy: Strategy = Strategy.WHEELS, **kwargs: Any) -> RenderOptions:
+    """RenderOptions; a `requirements` text is written to a file and read, as --requirements reads one."""
+    if isinstance(kwargs.get("requirements"), str):
+        kwargs["requirements"] = requirements(kwargs["requirements"])
     base = RenderOptions(strategy=strategy, network=no_host_network())
     return replace(base, **kwargs)
 

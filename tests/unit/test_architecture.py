@@ -24,7 +24,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"oci"}),
     frozenset({"trust"}),  # SBOM, provenance, signatures: over oci/ (attachments) and engine/ (the contents)
     frozenset({"pipeline"}),
-    frozenset({"host", "upstream", "lock"}),
+    frozenset({"host", "upstream", "lock", "project"}),  # project: torchyard.toml and its torchyard.lock
     frozenset({"publish"}),
     frozenset({"site"}),
     frozenset({"cli", "__main__"}),

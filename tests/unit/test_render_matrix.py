@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from render_kit import (
+    EXAMPLE_EXTENSION,
     ROOT,
     addone,
     admits,
@@ -33,6 +34,7 @@ from render_kit import (
     matrix,
     options,
     reported_cuda,
+    requirements,
     stages,
     valid_combinations,
 )
@@ -71,9 +73,10 @@ def renders() -> tuple[Render, ...]:
 
 @cache
 def renders_with_every_option() -> tuple[Plan, ...]:
-    """The same combinations with every option that changes the Dockerfile: a user, extra pip packages,
-    a requirements file, labels, and the example extension wherever a devel toolchain exists."""
+    """The same combinations with every option that changes the Dockerfile: a user, extra pip packages (one a
+    local project), a requirements file, labels, and the example extension wherever a devel toolchain exists."""
     plans = []
+    extra_file = requirements("scipy>=1.10\n# a comment\n")
     for r in renders():
         if r.plan is None:
             continue
@@ -81,8 +84,8 @@ def renders_with_every_option() -> tuple[Plan, ...]:
         opts = replace(
             options(r.strategy),
             user="torch",
-            extra_pip=("einops==0.8.1", "numpy<3"),
-            requirements="scipy>=1.10\n# a comment\n",
+            extra_pip=("einops==0.8.1", "numpy<3", str(EXAMPLE_EXTENSION)),  # a local project: bind-mounted
+            requirements=extra_file,
             labels=(("org.example.team", "vision"),),
             extensions=(addone(),) if devel else (),
         )

@@ -12,7 +12,7 @@ import pytest
 from render_kit import combination, matrix, no_host_network, options, plan
 
 from builder.cli.main import main
-from builder.core.errors import RenderError
+from builder.core.errors import RenderError, UsageError
 from builder.pipeline.plan import make_plan
 from builder.render.options import Extension, RenderOptions
 
@@ -56,7 +56,6 @@ def _network(key: str, base: str, many: bool = False) -> Callable[[str], Any]:
 
 FIELDS = (
     Field("--pip", _render(extra_pip=lambda v: ("numpy<3", "einops" + v))),
-    Field("--requirements", _render(requirements=lambda v: "numpy<3\n# ok: a comment\neinops" + v + "\n")),
     Field("--user", _render(user=lambda v: "torch" + v)),
     Field("--label", _render(labels=lambda v: (("org.example.team" + v, "vision"),))),
     Field("--label", _render(labels=lambda v: (("org.example.team", "vision" + v),))),
@@ -75,8 +74,6 @@ FIELDS = (
 def _cases() -> Iterator[Any]:
     for field in FIELDS:
         for payload, described in PAYLOADS.items():
-            if field.flag == "--requirements" and payload.startswith("\n"):
-                continue  # a newline in a requirements file only starts the next requirement (checked below)
             yield pytest.param(field, payload, described, id=f"{field.flag}-{payload.strip()[:12] or repr(payload)}")
 
 
@@ -100,22 +97,23 @@ def test_unsafe_values_are_refused_before_rendering_naming_the_flag(
     with pytest.raises(RenderError) as exc:
         field.render(payload)
     message = str(exc.value)
-    flag = f"{field.flag} line 3" if field.flag == "--requirements" else field.flag  # the file's line, named
-    assert message.startswith(f"{flag}: "), message
+    assert message.startswith(f"{field.flag}: "), message
     assert f"contains {described}, which is not allowed in a Dockerfile" in message
     assert "\n" not in message  # one line, even when the value held a newline (quoted with repr)
     assert no_render == []
 
 
-@pytest.mark.parametrize(
-    "line",
-    ["einops; rm -rf /", "--index-url=https://evil.example/simple", "-r other.txt", "git+https://x/y.git#egg=y"],
-)
-def test_requirements_lines_that_are_not_plain_requirements_are_refused(line: str, no_render: list[str]) -> None:
-    # pip options in the file would bypass the pinned index set-up; anything else is not a requirement.
-    with pytest.raises(RenderError, match=r"^--requirements line 2: "):
-        plan(CUDA13, requirements=f"numpy<3\n{line}\n")
-    assert no_render == []
+@pytest.mark.parametrize("payload", list(PAYLOADS))
+def test_a_requirements_file_never_reaches_the_dockerfile(payload: str) -> None:
+    # A requirements file is read as pip reads it (builder/render/reqfile.py) and copied into the context: a
+    # payload on its line is refused as pip would refuse it (one line, naming file:line), or is only text there.
+    try:
+        p = plan(CUDA13, requirements=f"numpy<3\n# ok: a comment\neinops{payload}\n")
+    except (RenderError, UsageError) as exc:
+        assert str(exc).startswith("--requirements requirements.txt:"), str(exc)
+        assert "\n" not in str(exc)
+        return
+    assert p.dockerfile == plan(CUDA13, requirements="numpy<3\n").dockerfile  # the file's text is not in it
 
 
 @pytest.mark.parametrize(
@@ -181,7 +179,7 @@ def test_safe_values_render_where_they_belong() -> None:
     text = p.dockerfile
     assert "'numpy<3' 'einops==0.8.1' 'transformers[torch]>=4.40,!=4.41.0'" in text
     assert "-r /opt/torchyard/requirements.txt" in text
-    assert dict(p.context_files)["requirements.txt"] == b"scipy~=1.13\n\n# comment\n"
+    assert dict(p.context_files)["requirements.txt"].endswith(b"\nscipy~=1.13\n")  # comments and blanks dropped
     assert "useradd --create-home --uid 1000 --gid 1000 --shell /bin/bash ml_user" in text
     assert 'org.example.owner="ops@example.com"' in text
     assert "--index-url 'https://mirror.example.com/pytorch/whl/cu126'" in text
