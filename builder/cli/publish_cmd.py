@@ -17,7 +17,7 @@ from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
 from builder.core.errors import BuildError, RenderError, UsageError
-from builder.core.files import check_writable
+from builder.core.files import check_writable, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.redact import redact
@@ -49,6 +49,7 @@ class PublishFlags:
     gpus: str | None
     jobs: int
     dry_run: bool
+    plan: bool
     no_push: bool
     no_aliases: bool
     aliases_only: bool
@@ -71,6 +72,9 @@ class PublishFlags:
         if self.zstd and self.no_push:
             raise UsageError("--zstd writes zstd copies in the registry: it cannot go with --no-push")
         check_gate_flags(self.security_gate, self.allowlist)
+        if self.plan and (self.dry_run or self.no_push or self.aliases_only):
+            raise UsageError("--plan asks the registry what a publish would do: not with --dry-run, --no-push or "
+                             "--aliases-only")  # fmt: skip
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -122,6 +126,8 @@ platform_option = click.option(
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks.")
 @click.option("--jobs", default=1, show_default=True, type=int, help="Groups built in parallel.")
 @click.option("--dry-run", is_flag=True, help="List what would be built and pushed.")
+@click.option("--plan", is_flag=True, help="Ask the registry what would build, skip and move (each alias from digest "
+              "to digest), as Markdown; --report FILE also writes it as JSON. Builds and pushes nothing.")  # fmt: skip
 @click.option("--no-push", is_flag=True, help="Build, smoke-test and tag locally only.")
 @click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
@@ -160,6 +166,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     gate = security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist is refused by a dry run too
     if flags.dry_run:
         _dry_run(pplan, flags.repo)
+        return
+    if flags.plan:
+        _preview(pplan, flags.repo, auth, report_file)
         return
     click.echo(f"publishing {len(items)} image(s) to {flags.repo} ({flags.jobs} job(s); logs under {flags.output}/)")
     try:
@@ -238,6 +247,16 @@ def _dry_run(pplan: PublishPlan, repo: str) -> None:
         click.echo(f"index {index.id}: {what}")
     for e in pplan.excluded:
         click.echo(f"excluded {e.id} ({e.entry}): {e.reason}")
+
+
+def _preview(pplan: PublishPlan, repo: str, auth: RegistryAuth | None, report_file: Path | None) -> None:
+    from builder.pipeline.registry import Registry
+    from builder.publish.preview import preview
+
+    found = preview(pplan, Registry(auth), repo)
+    if report_file is not None:
+        write_report_file(report_file, redact(json.dumps(found.as_json(), indent=2)) + "\n")
+    click.echo(found.markdown(), nl=False)
 
 
 def _first_line(text: str) -> str:

@@ -46,6 +46,12 @@ class Registry:
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
 
+    def digest(self, ref: str) -> str | None:
+        """The digest of the manifest or index under repo:tag; None when the tag does not exist."""
+        repo, tag = split_ref(ref)
+        found = self.client.manifest(parse_repo(repo), tag)
+        return None if found is None else found.digest
+
     def check_push(self, repo: str) -> None:
         """PushError (exit 5) when the registry will not take a push to repo (read-only, no permission, no
         credentials): asked before anything is built."""

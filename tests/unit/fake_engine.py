@@ -111,6 +111,10 @@ class FakeRegistry(Registry):
         found = self.images.get(ref)
         return found[1] if found is not None and found[0] == platform else None
 
+    def digest(self, ref: str) -> str | None:
+        found = self._image(ref)
+        return None if found is None else found[1]
+
     def check_push(self, repo: str) -> None:
         self.push_checks.append(repo)
         if self.push_refusal is not None:
