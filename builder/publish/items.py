@@ -78,7 +78,7 @@ def expand(
 ) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # item id -> the entry that builds it
     f = Facts(m)
     for entry in m.publish:
         options = RenderOptions(
@@ -100,11 +100,14 @@ def expand(
             problem = _problem(m, f, combos, options)
             for combo in combos:
                 for flavor in entry.flavors:
-                    if problem is not None:
-                        excluded.append(Excluded(entry.name, item_id(combo.id, flavor, options), problem))
-                    elif item_id(combo.id, flavor, options) not in seen:  # overlapping entries: the first one wins
+                    ident = item_id(combo.id, flavor, options)
+                    why = problem or (f"also selected by publish[{seen[ident]}], which builds it with its own "
+                                      "settings" if ident in seen else None)  # fmt: skip
+                    if why is not None:  # overlapping entries: the first wins, and the later one says so
+                        excluded.append(Excluded(entry.name, ident, why))
+                    else:
                         items.append(Item(entry, combo, flavor, options))
-                        seen.add(items[-1].id)
+                        seen[ident] = entry.name
     return items, excluded
 
 

@@ -14,6 +14,8 @@ from builder.pipeline.multiplatform import combined_hash, index_tags
 from builder.pipeline.plan import Plan, make_plan
 from builder.publish.items import Excluded, Item
 from builder.render.tags import ImageTags, member_tag
+from builder.resolve.rules.arch import arch_support
+from builder.resolve.rules.check import ArchSupport
 
 
 @dataclass(frozen=True)
@@ -115,10 +117,31 @@ def plan_publish(
 
 def _group(m: Matrix, name: str, items: tuple[Item, ...]) -> Group:
     first = items[0]
+    problem = _arch_problem(first)
+    if problem is not None:  # before any build, up to date or not: a policy reaches what is published too
+        return Group(name, items, None, problem)
     try:
         return Group(name, items, make_plan(m, first.combo, first.options))
     except TorchyardError as exc:
         return Group(name, items, None, str(exc))
+
+
+def _arch_problem(item: Item) -> str | None:
+    """The entry's require_archs against the GPU code matrix.toml records for the torch build: an arch it has no
+    code for (no SASS that runs there, no PTX to compile) fails the group at plan time. Not recorded: the check
+    in the built image decides (it runs only when the image is built)."""
+    c, required = item.combo, item.entry.require_archs
+    if not required:
+        return None
+    if c.variant.cuda is None:
+        return f"require_archs {' '.join(a.name for a in required)}: a CPU build of torch carries no GPU code"
+    if c.sass is None:
+        return None
+    missing = [a.name for a in required if arch_support(a, c.sass, c.ptx)[0] is ArchSupport.NONE]
+    if not missing:
+        return None
+    code = " ".join(a.name for a in c.sass) + (f"; PTX {' '.join(a.name for a in c.ptx)}" if c.ptx else "; no PTX")
+    return f"require_archs {' '.join(missing)}: torch {c.local_version} carries no code for it ({code}; matrix.toml)"
 
 
 def _indexes(m: Matrix, groups: tuple[Group, ...], every: list[Item]) -> tuple[IndexPlan, ...]:

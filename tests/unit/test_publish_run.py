@@ -376,3 +376,21 @@ def test_a_registry_that_refuses_pushes_fails_the_run_before_any_build(fakes: Pu
         run(fakes, tmp_path)
     assert caught.value.exit_code == 5
     assert [op for op, _ in fakes.ops() if op in ("build", "push", "tag")] == []
+
+
+def test_an_arch_the_published_torch_lacks_fails_the_next_run_without_a_build(
+    fakes: PublishFakes, tmp_path: Path
+) -> None:
+    """Issue 44: require_archs is checked at plan time against matrix.toml, so it reaches images already published
+    (the in-image check runs only when an image is built)."""
+    run(fakes, tmp_path)
+    (tmp_path / "strict").mkdir()
+    strict_set = SET.replace('name = "cu130"\n', 'name = "cu130"\nrequire_archs = ["sm_70"]\n')
+    strict = fakes_for(strict_set, tmp_path / "strict")
+    again = PublishFakes(strict.m, strict.items, registry=fakes.registry)  # the same registry, nothing local
+    report, _ = run(again, tmp_path / "again")
+    failed = {i.id: i.reason for i in report.items if i.status == "failed"}
+    assert set(failed) == {"torch2.14.1-cu130-py3.11-debian12-runtime", "torch2.14.1-cu130-py3.11-debian12-devel"}
+    prefix = "require_archs sm_70: torch 2.14.1+cu130 carries no code for it ("
+    assert all(r.startswith(prefix) for r in failed.values()), failed
+    assert report.failed and [op for op, _ in again.ops() if op == "build"] == []
