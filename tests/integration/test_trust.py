@@ -157,3 +157,12 @@ def test_a_tampered_copy_under_the_same_tag_and_an_unsigned_image_are_refused(
 
 def _verify(ref: str, signed: Signed) -> Run:
     return torchyard("verify-image", ref, "--key", str(signed.public), "--registry-user", AUTH_USER, env=_env())
+
+
+def test_the_standard_tool_check_tells_an_unreadable_image_from_a_refusal(signed: Signed) -> None:
+    """Issue 42: HTTPS asked of the HTTP test registry is UNREADABLE, exit 5 with the fix, never REFUSED (exit 1)."""
+    creds = f"{AUTH_USER}:{registry_password()}"
+    command = [str(ROOT / "scripts" / "verify-signature"), signed.ref, str(signed.public), "--creds", creds]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 5, done.stdout + done.stderr
+    assert done.stdout.startswith(f"UNREADABLE {signed.ref}: ") and "add --tls-verify=false" in done.stdout
