@@ -50,6 +50,8 @@ class PublishFlags:
     jobs: int
     dry_run: bool
     plan: bool
+    size_budget: float
+    allow_growth: bool
     no_push: bool
     no_aliases: bool
     aliases_only: bool
@@ -128,6 +130,10 @@ platform_option = click.option(
 @click.option("--dry-run", is_flag=True, help="List what would be built and pushed.")
 @click.option("--plan", is_flag=True, help="Ask the registry what would build, skip and move (each alias from digest "
               "to digest), as Markdown; --report FILE also writes it as JSON. Builds and pushes nothing.")  # fmt: skip
+@click.option("--size-budget", default=5.0, show_default=True, metavar="PERCENT", type=click.FloatRange(min=0),
+              help="Hold an alias (and fail the run) when its new image's compressed size grew past this over the "
+              "image it named before.")  # fmt: skip
+@click.option("--allow-growth", is_flag=True, help="Move aliases whatever their images grew by (said in the log).")
 @click.option("--no-push", is_flag=True, help="Build, smoke-test and tag locally only.")
 @click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
@@ -210,6 +216,7 @@ def _settings(
         trust=trust,
         security_gate=gate,
         epoch=source_date_epoch(),
+        size_budget=None if flags.allow_growth else flags.size_budget,
     )
 
 

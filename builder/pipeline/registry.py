@@ -52,6 +52,14 @@ class Registry:
         found = self.client.manifest(parse_repo(repo), tag)
         return None if found is None else found.digest
 
+    def layer_sizes(self, ref: str) -> dict[str, int] | None:
+        """{layer digest: compressed size} of the single image under repo:tag; None when missing or an index."""
+        repo, tag = split_ref(ref)
+        found = self.client.manifest(parse_repo(repo), tag)
+        if found is None or found.is_index:
+            return None
+        return {str(d["digest"]): int(d.get("size") or 0) for d in found.data.get("layers") or []}
+
     def check_push(self, repo: str) -> None:
         """PushError (exit 5) when the registry will not take a push to repo (read-only, no permission, no
         credentials): asked before anything is built."""

@@ -38,6 +38,7 @@ class AliasResult:
     status: AliasStatus
     target: str = ""
     reason: str = ""
+    over_budget: bool = False  # held because its image grew past the size budget: the run fails
 
 
 @dataclass
@@ -55,7 +56,8 @@ class Report:
         # an index held because the run was asked not to push is what was asked for, not a failure
         held = any(i.status is AliasStatus.HELD and i.reason != NO_PUSH_INDEX for i in self.indexes)
         copies = any(z.status == "failed" for z in self.zstd)
-        return held or copies or any(i.status == Status.FAILED for i in self.items)
+        grown = any(a.over_budget for a in self.aliases)
+        return held or copies or grown or any(i.status == Status.FAILED for i in self.items)
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, int] = defaultdict(int)

@@ -23,6 +23,7 @@ from builder.pipeline.gate import SecurityGate
 from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
 from builder.pipeline.registry import Registry
+from builder.publish.budget import DEFAULT_BUDGET, growth, over_budget
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.report import (
     NO_PUSH_INDEX,
@@ -54,6 +55,7 @@ class PublishSettings:
     zstd: bool = False  # also a zstd copy of each pushed tag, <tag>-zstd (builder/publish/zstd_copies.py)
     security_gate: SecurityGate | None = None  # --security-gate (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
+    size_budget: float | None = DEFAULT_BUDGET  # percent an alias's image may grow by; None: --allow-growth
 
 
 STOPPED = "interrupted before it finished"
@@ -347,6 +349,9 @@ def _move(
             engine.tag(local.id, alias_ref)
             log(f"MOVE  {alias_ref} -> {immutable} (local only)")
             return AliasResult(alias, AliasStatus.MOVED, immutable, "locally (no push)")
+        held = _grown(registry, immutable, alias_ref, settings.size_budget, log)
+        if held is not None:
+            return held
         # registry-side, by manifest: the alias gets the immutable tag's digest (signed, with its SBOM), and an
         # alias left on another digest, even one with the same content label, is repaired
         digest, changed = registry.retag(immutable, alias_ref)
@@ -357,3 +362,19 @@ def _move(
         return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
     log(f"MOVE  {alias_ref} -> {immutable} ({digest})")
     return AliasResult(alias, AliasStatus.MOVED, immutable)
+
+
+def _grown(registry: Registry, immutable: str, alias_ref: str, budget: float | None, log: Log) -> AliasResult | None:
+    """The alias held when its new image grew past the budget over the one it names now; None: it may move."""
+    if registry.digest(alias_ref) in (None, registry.digest(immutable)):
+        return None  # nothing to compare with, or nothing would move
+    found = growth(registry, alias_ref, immutable)
+    if found is None:
+        log(f"SIZE  {alias_ref}: not checked (not a single image)")
+        return None
+    log(f"SIZE  {alias_ref}: {found.describe()}")
+    if budget is None or not over_budget(found, budget):
+        return None
+    reason = f"its image grew past the {budget:g} % size budget: {found.describe()} (--allow-growth accepts it)"
+    log(f"HOLD  {alias_ref}: {reason}")
+    return AliasResult(alias_ref.rsplit(":", 1)[1], AliasStatus.HELD, immutable, reason, over_budget=True)

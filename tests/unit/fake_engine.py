@@ -91,6 +91,7 @@ class FakeRegistry(Registry):
         self.retag_error: Exception | None = None
         self.push_checks: list[str] = []  # repositories check_push was asked about
         self.push_refusal: Exception | None = None  # check_push raises it (a read-only registry)
+        self.sizes: dict[str, dict[str, int]] = {}  # ref -> {layer digest: compressed size}; none: not known
 
     def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
         self.asked.append(ref)
@@ -115,6 +116,10 @@ class FakeRegistry(Registry):
         found = self._image(ref)
         return None if found is None else found[1]
 
+    def layer_sizes(self, ref: str) -> dict[str, int] | None:
+        found = self.sizes.get(ref)
+        return None if found is None else dict(found)
+
     def check_push(self, repo: str) -> None:
         self.push_checks.append(repo)
         if self.push_refusal is not None:
@@ -132,6 +137,8 @@ class FakeRegistry(Registry):
             return found[1], False
         self.refs[target] = dict(self.refs[source])
         self.images[target] = found
+        if source in self.sizes:
+            self.sizes[target] = dict(self.sizes[source])
         self.retagged.append(target)
         return found[1], True
 

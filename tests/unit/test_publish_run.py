@@ -394,3 +394,36 @@ def test_an_arch_the_published_torch_lacks_fails_the_next_run_without_a_build(
     prefix = "require_archs sm_70: torch 2.14.1+cu130 carries no code for it ("
     assert all(r.startswith(prefix) for r in failed.values()), failed
     assert report.failed and [op for op, _ in again.ops() if op == "build"] == []
+
+
+def _planted(fakes: PublishFakes, tmp_path: Path, percent: float) -> None:
+    """A first publish, then the newest image rebuilt with a new layer `percent` bigger than the one its alias names."""
+    run(fakes, tmp_path / "first")
+    alias = f"{REPO}:{NEWEST_ALIAS}"
+    base = {"sha256:" + "11" * 32: 600_000_000, "sha256:" + "22" * 32: 400_000_000}
+    fakes.registry.sizes[alias] = base
+    fakes.registry.images[alias] = ("linux/amd64", "sha256:" + "0d" * 32)  # last week's image
+    grown = {"sha256:" + "11" * 32: 600_000_000, "sha256:" + "33" * 32: int(400_000_000 + percent * 10_000_000)}
+    fakes.registry.sizes[NEWEST_RUNTIME] = grown
+
+
+def test_an_image_past_the_size_budget_holds_its_alias_and_fails_the_run(fakes: PublishFakes, tmp_path: Path) -> None:
+    _planted(fakes, tmp_path, 6)
+    report, log = run(fakes, tmp_path / "again")
+    held = next(a for a in report.aliases if a.alias == NEWEST_ALIAS)
+    assert (held.status, held.over_budget) == ("held", True) and report.failed
+    assert held.reason == ("its image grew past the 5 % size budget: 1000.0 MB -> 1060.0 MB (+6.0 %); new layers: "
+                           "sha256:333333333333 460.0 MB (--allow-growth accepts it)")  # fmt: skip
+    assert fakes.registry.images[f"{REPO}:{NEWEST_ALIAS}"][1] == "sha256:" + "0d" * 32, "the alias did not move"
+    assert (
+        f"SIZE  {REPO}:{NEWEST_ALIAS}: 1000.0 MB -> 1060.0 MB (+6.0 %); new layers: sha256:333333333333 460.0 MB" in log
+    )
+
+
+@pytest.mark.parametrize(("percent", "budget"), [(4, 5.0), (6, None), (6, 10.0)])
+def test_growth_within_the_budget_or_allowed_moves_the_alias(
+    fakes: PublishFakes, tmp_path: Path, percent: float, budget: float | None
+) -> None:
+    _planted(fakes, tmp_path, percent)
+    report, _ = run(fakes, tmp_path / "again", size_budget=budget)
+    assert alias_statuses(report)[NEWEST_ALIAS] == "moved" and not report.failed

@@ -509,3 +509,16 @@ def test_check_push_names_a_read_only_registry_and_missing_permission() -> None:
     denied.on(lambda sent: Answer(403, b"") if sent.method == "POST" else None)
     with pytest.raises(PushError, match=r"refused to write team/torch \(HTTP 403\): give credentials"):
         Registry(client=Distribution(denied.http())).check_push("127.0.0.1:5000/team/torch")
+
+
+def test_layer_sizes_reads_the_manifest_only_and_none_for_an_index_or_nothing() -> None:
+    net = Net()
+    memory = MemoryRegistry("127.0.0.1:5000").attach(net)
+    registry = Registry(client=Distribution(net.http()))
+    child = memory.add_image("t", "one")
+    memory.add_index("t", "both", {"linux/amd64": child})
+    layers = json.loads(memory.manifests["t", "one"][0])["layers"]
+    assert registry.layer_sizes("127.0.0.1:5000/t:one") == {layers[0]["digest"]: 3200}
+    assert registry.layer_sizes("127.0.0.1:5000/t:both") is None
+    assert registry.layer_sizes("127.0.0.1:5000/t:gone") is None
+    assert [s.method for s in net.sent if "/blobs/" in s.url] == [], "no blob is read"
