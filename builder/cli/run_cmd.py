@@ -84,7 +84,7 @@ def _shm_size(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     """Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at
     /workspace and your UID:GID. After `--`: the command (default: a shell); docker run options first, when
-    given, ended by a second `--` (torchyard run -- --network host -p 8888:8888 -- jupyter lab)."""
+    given, ended by a second `--` (torchyard run -- -p 8000:8000 -- python -m http.server 8000)."""
     from builder.engine.quick import QuickEngine
 
     if image is not None and flags["here"]:
