@@ -26,6 +26,8 @@ from builder.pipeline.context_dir import check_output
 from builder.pipeline.multiplatform import build_platforms, index_tags
 from builder.pipeline.pipeline import BuildSettings, Outcome, build
 from builder.pipeline.plan import Plan, build_request, plan_json, tag_refs
+from builder.pipeline.project_build import PROJECT_DIR, build_project
+from builder.pipeline.project_plan import ProjectPlan, project_request
 from builder.pipeline.request import Chosen
 from builder.render.tags import member_tag
 
@@ -99,10 +101,21 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
     if chosen.more:
         _build_platforms(chosen.plans, settings)
         return
-    outcomes = build(DockerEngine(), plan, settings, click.echo)
-    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, flags.repo, out_dir), indent=2) + "\n")
+    _build_one(chosen, settings)
+
+
+def _build_one(chosen: Chosen, settings: BuildSettings) -> None:
+    """One platform's images, then (in a project) the project's image over them; the report and the summary."""
+    engine, plan, out_dir = DockerEngine(), chosen.plan, settings.out_dir
+    outcomes = build(engine, plan, settings, click.echo)
+    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, settings.repo, out_dir), indent=2) + "\n")
     (out_dir / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
+    project = None if chosen.project is None else build_project(engine, chosen.project, settings, click.echo)
     _summary(outcomes)
+    if project is not None:
+        seconds = f"{project.seconds:.0f}s" if project.status is Status.BUILT else ""
+        pushed = f", pushed {len(project.pushed)} tag(s)" if project.pushed else ""
+        click.echo(f"{'project':8} {project.status:11} {project.ref} {seconds}{pushed}".rstrip())
 
 
 def _dry_runs(chosen: Chosen, flags: BuildFlags, out_dir: Path, provenance: tuple[tuple[str, str], ...]) -> None:
@@ -111,6 +124,8 @@ def _dry_runs(chosen: Chosen, flags: BuildFlags, out_dir: Path, provenance: tupl
     for each in chosen.plans:
         folder = out_dir / each.combination.platform.arch if chosen.more else out_dir
         _dry_run(each, chosen.flavors, flags, folder, provenance, member=bool(chosen.more))
+    if chosen.project is not None:
+        _dry_run_project(chosen.project, flags, out_dir / PROJECT_DIR, provenance)
     if chosen.more and flags.push:
         click.echo("\nthen, when every platform passed, one image index per flavor under the platform-free tags:")
         for flavor in chosen.flavors:
@@ -175,6 +190,21 @@ def _dry_run(
             click.echo(f"    {ref}")
         if flags.push:
             click.echo("  then push (immutable tag first, then aliases), skipped where the registry has this hash")
+
+
+def _dry_run_project(
+    plan: ProjectPlan, flags: BuildFlags, folder: Path, provenance: tuple[tuple[str, str], ...]
+) -> None:
+    """The project image's build over the base image (its smoke suite is the base's), its checks, its tag."""
+    click.echo(f"\n[project] {plan.name} over {plan.base_ref(flags.repo)} (content id {plan.content_id[:12]}...)")
+    placeholders = {s.id: "<generated 0600 file>" for s in plan.base.secrets if s.source == "generated"}
+    click.echo("  " + shlex.join(build_command(project_request(plan, folder, flags.repo, placeholders, provenance))))
+    checks = ", ".join(what for what, _ in plan.checks()) or "none"
+    unchecked = "" if plan.imports else f" (import: not checked: {plan.imports_from})"
+    click.echo(f"  then: the project's checks: {checks}{unchecked}, then tag:")
+    click.echo(f"    {plan.ref(flags.repo)}")
+    if flags.push:
+        click.echo("  then push")
 
 
 def _summary(outcomes: list[Outcome]) -> None:

@@ -24,6 +24,8 @@ from builder.cli.project_flags import (
 from builder.core.kinds import Platform, Target, parse_choice, parse_platform
 from builder.matrix.model import Matrix
 from builder.pipeline.request import Chosen, choose_plan, choose_plans
+from builder.project.image import base_options, project_plan
+from builder.project.settle import Project
 from builder.render.options import RenderOptions
 from builder.render.tensorrt import check_tensorrt
 from builder.resolve.combos import Combination
@@ -95,6 +97,7 @@ def prepare(
     if project is not None:
         options = project_render_options(m, project, options)
         raw, any_host = project_question(m, project, flags, any_host)
+    deps, options = options, options if project is None else base_options(options)  # deps: the project's layer
     if wanted is Target.INFERENCE:  # only combinations that can have it (the rule onnxruntime)
         raw = replace(raw, inference=True)
     platforms = _platforms(raw.platform)
@@ -113,9 +116,15 @@ def prepare(
         confirm(m, project, flags, c)
         machine = host.describe() if host else "any machine (--any-host)"
         _say(*project_locked(m, project, c, machine, options.strategy, write=not dry_run))
+        chosen = _with_project(chosen, project, deps)
     if host is not None and host.driver is None and raw.driver is None:
         _say(*_no_driver(m, c))
     return m, options, chosen
+
+
+def _with_project(chosen: Chosen, project: Project, deps: RenderOptions) -> Chosen:
+    """The project's image over the chosen plan's first flavor; `deps`: the options with its dependencies."""
+    return replace(chosen, project=project_plan(project.config, chosen.plan, chosen.flavors[0], deps))
 
 
 def _this_machine(m: Matrix, raw: RawQuery) -> tuple[Query, Host]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +19,10 @@ from builder.core.versions import driver_version
 from builder.host.doctor import Diagnosis, diagnose
 from builder.host.locate import location_json, where_lines
 from builder.host.probe import probe
+from builder.host.project_here import ProjectHere, doctor_lines, project_here, runs_here, wanted_of
 from builder.host.runtime import RuntimeReading, read_runtime
 from builder.host.system import RealSystem
+from builder.project.image import project_name
 from builder.resolve.facts import Facts
 from builder.resolve.query import RawQuery
 
@@ -90,15 +94,34 @@ def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
     engine = DockerEngine()
     runtime = read_runtime(system, engine.daemon_info)
     d = diagnose(m, host, runtime, wish, flags.repo, engine)
+    mine: list[str] = []
+    data: dict[str, Any] = {}
     if project is not None:
         confirm(m, project, asked, d.recommended.result.combo if d.recommended else None)
+        wanted = wanted_of(project_name(project.config), project.config.torch.flavor.value, d.recommended)
+        here = project_here(m, host, wanted, engine, flags.project)
+        archs = project.config.torch.archs
+        mine, data = ["", *doctor_lines(here, d, archs)], {"project": project_data(here, d, archs)}
     check = None if flags.check_image is None else run_check(d, flags.check_image, flags.check_timeout)
     if flags.as_json:
-        emit_json(as_data(d, Facts(m)) | ({"check": check_data(check)} if check else {}))
+        emit_json(as_data(d, Facts(m)) | data | ({"check": check_data(check)} if check else {}))
     else:
-        click.echo("\n".join([as_text(d, Facts(m)), *(check_lines(check) if check else [])]))
+        click.echo("\n".join([as_text(d, Facts(m), mine), *(check_lines(check) if check else [])]))
     if check is not None and failed(check):
         raise SystemExit(4)  # the image did not work in a container here (README: a smoke suite failed)
+
+
+def project_data(here: ProjectHere, d: Diagnosis, archs: tuple[str, ...]) -> dict[str, Any]:
+    """doctor --json's "project": the project's image, where it is, whether it runs here."""
+    w, loc = here.wanted, here.location
+    return {
+        "name": w.name if w else None,
+        "combination": w.combination if w else None,
+        "image": loc.reference if loc else None,
+        "where": "local engine" if loc else "nowhere",
+        "runs_here": runs_here(here, d, archs),
+        "build": shlex.join(("torchyard", *here.build)),
+    }
 
 
 def as_data(d: Diagnosis, f: Facts) -> dict[str, Any]:
@@ -163,7 +186,8 @@ def _runtime_data(rt: RuntimeReading | None) -> dict[str, Any] | None:
     }
 
 
-def as_text(d: Diagnosis, f: Facts) -> str:
+def as_text(d: Diagnosis, f: Facts, project: Sequence[str] = ()) -> str:
+    """`project`: the lines about the project's image, after the recommendation."""
     lines = [f"machine: {d.host.machine}" + (f" ({d.host.platform.value})" if d.host.platform else "")]
     reports = _reports(f, d.host.driver)
     if d.host.driver:
@@ -178,7 +202,7 @@ def as_text(d: Diagnosis, f: Facts) -> str:
         engine = f"{d.runtime.engine} ({d.runtime.image_store})"
         lines.append(f"docker:  {engine}; GPUs: {how}; /dev/shm {d.runtime.shm_mib} MB by default")
     lines.append("")
-    lines += _recommendation_lines(d)
+    lines += [*_recommendation_lines(d), *project]
     if d.problems:
         lines += ["", f"problems ({len(d.problems)}):"]
         for p in d.problems:

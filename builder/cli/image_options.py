@@ -98,7 +98,8 @@ _OPTIONS = (
         "--requirements",
         metavar="FILE",
         type=click.Path(dir_okay=False),
-        help="pip requirements file (-r/-c includes, markers, hashes, index options; torch stays pinned).",
+        help="pip requirements file (-r/-c includes, markers, hashes, index options; torch stays pinned), or a "
+        "uv.lock / pylock.toml (installed with its hashes).",
     ),
     click.option("--user", metavar="NAME", help="Run as this non-root user (uid 1000); default: root."),
     click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="Extra image label (repeatable)."),

@@ -29,6 +29,7 @@ from builder.project.lockfile import write_project_lock
 from builder.project.read import shown
 from builder.project.settle import RE_RESOLVE, Project, lock_for, open_project, pinned_bases
 from builder.render.options import RenderOptions
+from builder.render.pylock import is_pylock
 from builder.resolve.combos import Combination
 from builder.resolve.query import RawQuery, parse_query, torch_build
 
@@ -115,8 +116,8 @@ def project_target(ctx: click.Context, project: Project, target: str) -> str:
 
 def project_image_flags(project: Project, kwargs: dict[str, Any]) -> None:
     """The image flags the file answers, before they are parsed: its architectures (an --arch list must be the
-    same), its requirements file (as --requirements PATH passes one; --requirements beside it is refused), its
-    extra pip requirements (added before --pip's)."""
+    same), its requirements file or lockfile (as --requirements PATH passes one; --requirements beside it is
+    refused), its extra pip requirements (added before --pip's)."""
     config = project.config
     wanted, given = config.torch.archs, tuple(kwargs["archs"])
     if given and {parse_arch(a).name for a in given} != set(wanted):
@@ -125,15 +126,24 @@ def project_image_flags(project: Project, kwargs: dict[str, Any]) -> None:
                          "change its torch.archs, or give --no-project")  # fmt: skip
     kwargs["archs"] = wanted
     deps = config.dependencies
-    if deps.requirements and kwargs.get("requirements") is not None:
-        raise UsageError(f"--requirements: the project names its requirement files ({shown(config.file)}: "
-                         "dependencies.requirements); add it there")  # fmt: skip
+    named = ("requirement files", "requirements") if deps.requirements else ("lockfile", "lock")
+    if (deps.requirements or deps.lock is not None) and kwargs.get("requirements") is not None:
+        raise UsageError(f"--requirements: the project names its {named[0]} ({shown(config.file)}: "
+                         f"dependencies.{named[1]}); add it there")  # fmt: skip
     if deps.requirements:
         kwargs["requirements"] = str(config.root / _one_requirements_file(project))
     if deps.lock is not None:
-        message = "render and build install a requirements file so far, not a lockfile: give requirements instead"
-        config.source.fail(("dependencies", "lock"), "dependencies.lock", message)
+        kwargs["requirements"] = str(config.root / _lockfile(project, deps.lock))
     kwargs["extra_pip"] = (*deps.pip, *kwargs["extra_pip"])
+
+
+def _lockfile(project: Project, lock: str) -> str:
+    """The project's lockfile, read as --requirements reads one: by its name (uv.lock, pylock.toml)."""
+    name = Path(lock).name
+    if name != "uv.lock" and not is_pylock(name):
+        message = f"{lock!r}: torchyard reads uv.lock, pylock.toml or pylock.NAME.toml (PEP 751)"
+        project.config.source.fail(("dependencies", "lock"), "dependencies.lock", message)
+    return lock
 
 
 def _one_requirements_file(project: Project) -> str:
@@ -168,9 +178,8 @@ def project_question(m: Matrix, project: Project, raw: RawQuery, any_host: bool)
 def project_locked(
     m: Matrix, project: Project, c: Combination, machine: str, strategy: Strategy, *, write: bool
 ) -> list[str]:
-    """After the choice c: a project without a lock gets one (a dry run only says so); what happened, and what
-    of the file the build does not use yet."""
-    return [_locked(m, project, c, machine, strategy, write=write), *not_built_yet(project)]
+    """After the choice c: a project without a lock gets one (a dry run only says so); what happened."""
+    return [_locked(m, project, c, machine, strategy, write=write)]
 
 
 def _locked(m: Matrix, project: Project, c: Combination, machine: str, strategy: Strategy, *, write: bool) -> str:
@@ -182,18 +191,6 @@ def _locked(m: Matrix, project: Project, c: Combination, machine: str, strategy:
         return f"project {shown(project.config.file)}: would write {name}: {c.id} (a dry run writes nothing)"
     write_project_lock(project.lock_path, lock)
     return f"project {shown(project.config.file)}: wrote {name}: {c.id} (resolved for {lock.resolved_for})"
-
-
-def not_built_yet(project: Project) -> list[str]:
-    """The keys the file sets that render and build read and check but do not build into the image yet."""
-    config = project.config
-    image = config.image
-    unused = [key for key, given in (("dependencies.system_packages", config.dependencies.system_packages),
-              ("image.copy", image.copy), ("image.workdir", image.workdir), ("image.command", image.command),
-              ("image.env", image.env)) if given]  # fmt: skip
-    if not unused:
-        return []
-    return [f"{shown(config.file)}: {', '.join(unused)}: checked, not built into the image yet (docs/project.md)"]
 
 
 # -- doctor and run ---------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ from builder.core.files import write_file
 from builder.engine import build_command
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.plan import Plan, build_request, plan_json
+from builder.pipeline.project_build import PROJECT_DIR
+from builder.pipeline.project_plan import ProjectPlan, project_request
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
@@ -53,6 +55,8 @@ def render_cmd(ctx: click.Context, flags: RenderFlags) -> None:
     plan = chosen.plan
     out_dir = Path(flags.output or f"build/torchyard/{plan.id}")
     write_context(plan, out_dir, force=flags.force)
+    if chosen.project is not None:  # beside the base's: its Dockerfile and context (the code, by the checked walk)
+        write_context(chosen.project, out_dir / PROJECT_DIR, force=flags.force)
     data = plan_json(plan, flags.repo, out_dir)
     write_file(out_dir / "plan.json", json.dumps(data, indent=2) + "\n")
     if flags.as_json:
@@ -64,6 +68,15 @@ def render_cmd(ctx: click.Context, flags: RenderFlags) -> None:
     for flavor in chosen.flavors:
         argv = build_command(build_request(plan, flavor, out_dir, flags.repo, _secret_placeholders(plan)))
         click.echo(f"\n# {flavor.value}\nDOCKER_BUILDKIT=1 {_shell_command(argv)}")
+    if chosen.project is not None:
+        _render_project(chosen.project, out_dir / PROJECT_DIR, flags)
+
+
+def _render_project(project: ProjectPlan, folder: Path, flags: RenderFlags) -> None:
+    """The project's build command (after the base's): its Dockerfile and context were written beside the base's."""
+    argv = build_command(project_request(project, folder, flags.repo, _secret_placeholders(project.base)))
+    click.echo(f"\n# project {project.name} (wrote {folder}/Dockerfile), over the image above")
+    click.echo(f"DOCKER_BUILDKIT=1 {_shell_command(argv)} -t {shlex.quote(project.ref(flags.repo))}")
 
 
 def _secret_placeholders(plan: Plan) -> dict[str, str]:

@@ -21,8 +21,17 @@ from builder.engine.interactive import docker_run_argv, run_container
 from builder.host.identity import caller
 from builder.host.launch import Launch, RunRequest, obtain, prepare
 from builder.host.probe import probe
+from builder.host.project_here import (
+    ProjectHere,
+    obtain_project,
+    project_here,
+    project_launch,
+    project_lines,
+    wanted_of,
+)
 from builder.host.runtime import read_runtime
 from builder.host.system import RealSystem
+from builder.project.image import project_name
 from builder.resolve.query import RawQuery
 
 AFTER = "torchyard.after"  # ctx.meta key: the arguments after the first `--`
@@ -100,16 +109,24 @@ def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
         _say(project.describe())
         request = replace(request, wish=project_wish(m, project, asked))
     launch = prepare(m, probe(m, system), read_runtime(system, engine.daemon_info), request, engine)
+    here = None
     if project is not None:
         chosen = launch.recommend()
         confirm(m, project, asked, chosen.result.combo if chosen else None)
-    _say(*_chosen(launch, request), *launch.notes)
+        wanted = wanted_of(project_name(project.config), project.config.torch.flavor.value, chosen)
+        here = project_here(m, launch.host, wanted, engine, flags["project"])
+        launch = project_launch(launch, here, engine, request)  # the project's image, or its name to build
+    _say(*(_chosen(launch, request) if here is None else project_lines(here)), *launch.notes)
     if flags["dry_run"]:
         if not launch.local:
-            _say(f"{launch.image} is not in the local engine: run {_would(launch, request)}")
+            _say(f"{launch.image} is not in the local engine: run {_would(launch, request, here)}")
         click.echo(shlex.join(docker_run_argv(launch.spec)))
         return
-    launch = obtain(m, launch, engine, request, _may_build(flags["yes"]), _say)
+    may_build = _may_build(flags["yes"])
+    if here is None:
+        launch = obtain(m, launch, engine, request, may_build, _say)
+    else:
+        launch = obtain_project(m, launch, here, engine, request, may_build, _say)
     ctx.exit(run_container(launch.spec).code)
 
 
@@ -155,8 +172,10 @@ def _chosen(launch: Launch, request: RunRequest) -> list[str]:
     return [f"the image for this machine: {r.image} ({r.result.combo.id})"]
 
 
-def _would(launch: Launch, request: RunRequest) -> str:
+def _would(launch: Launch, request: RunRequest, here: ProjectHere | None) -> str:
     build = f"builds it (torchyard {shlex.join(launch.build or ())})"
+    if here is not None:
+        return f"{build} in the project, then finds it by its labels"
     if request.image is not None:
         return "pulls it"
     return f"pulls it from {request.repo}, else {build}" if request.repo else build

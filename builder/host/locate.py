@@ -34,6 +34,8 @@ from builder.resolve.verdict import Answer
 LOOKUP_TIMEOUT = 1.0  # seconds per request: doctor must answer at once, also when the registry is down
 REGISTRY_BUDGET = 1.0  # seconds for every config read in the registry (the tags list comes first)
 OURS = "io.torchyard.version"  # the label every torchyard image carries
+PROJECT_LABEL = "io.torchyard.project"  # a project's image (builder/pipeline/project_plan.py): never a base image
+OTHER_LOCAL = "in the local engine: "  # where_lines' head for another local image than the chosen one
 LOCAL_NAME = "torchyard"  # the repository `torchyard build` names images by without --repo
 
 # Sizes measured in docs/benchmarks.md (bench/family_bench.py, bench/arm64_build.py): (torch, variant, platform).
@@ -140,6 +142,8 @@ def _local(
     other that runs here (runtime images first, newest first)."""
     found = []
     for info in images:
+        if PROJECT_LABEL in info.labels:  # a project's image holds the combination and the project's code too
+            continue
         holds = info.labels.get("io.torchyard.combination", "")
         wanted_one = holds == wanted.combination and info.labels.get("io.torchyard.flavor") == wanted.flavor
         if wanted_one != chosen or info.platform != wanted.platform:
@@ -250,6 +254,44 @@ def _judged(client: Distribution, repo: RepoRef, tag: str, wanted: Wanted, judge
     return _Candidate(ref, wanted.combination, answer, ()) if answer in NOT_REFUSED else None
 
 
+@dataclass(frozen=True)
+class ProjectWanted:
+    """A project's image, as the locator looks for it: its name and the combination (and flavor) it was built
+    over (the project stage inherits the base's io.torchyard.* labels)."""
+
+    name: str  # the io.torchyard.project label
+    combination: str
+    platform: str
+    flavor: str = "runtime"
+
+
+def locate_project(wanted: ProjectWanted, judge: Judge, images: Sequence[ImageInfo]) -> Location | None:
+    """The newest local image of the project over the combination that runs here (judged as base images are: by
+    its labels, the base's), or None: not built yet (or none of them runs here)."""
+    found = []
+    for info in images:
+        labels = info.labels
+        if labels.get(PROJECT_LABEL) != wanted.name or info.platform != wanted.platform:
+            continue
+        if labels.get("io.torchyard.combination") != wanted.combination:
+            continue
+        if labels.get("io.torchyard.flavor") != wanted.flavor:
+            continue
+        ref = _project_name(info, wanted.name)
+        answer = None if ref is None else judge(ref, labels, info.platform, _require(info.env))
+        if ref is not None and answer in NOT_REFUSED:
+            found.append(_Candidate(ref, wanted.combination, answer, (-_created(info.created), ref)))
+    best = min(found, key=lambda c: c.rank, default=None)
+    return None if best is None else Location(Where.LOCAL, best.ref, (), "torchyard build", "", True, best.holds,
+                                              best.answer)  # fmt: skip
+
+
+def _project_name(info: ImageInfo, name: str) -> str | None:
+    """The project image's reference: one under the project's repository (torchyard/NAME) first."""
+    tags = [t for t in info.tags if not t.endswith(":<none>")]
+    return min(tags, key=lambda ref: (not ref.rpartition(":")[0].endswith(f"/{name}"), ref), default=None)
+
+
 def engine_images(engine: Shelf) -> list[ImageInfo] | None:
     """The engine's torchyard images; None when no engine answers (a missing Docker is not an error here)."""
     try:
@@ -263,7 +305,7 @@ def where_lines(loc: Location) -> list[str]:
     if loc.where is Where.LOCAL and loc.chosen:
         head = f"in the local engine ({loc.reference})"
     elif loc.where is Where.LOCAL:
-        head = (f"in the local engine: {loc.reference}, not the recommended image (it holds {loc.holds}), "
+        head = (f"{OTHER_LOCAL}{loc.reference}, not the recommended image (it holds {loc.holds}), "
                 f"{_runs(loc)}; the recommended one: build it with its `build` line")  # fmt: skip
     elif loc.where is Where.REPOSITORY:
         head = f"in the team's repository ({loc.reference}): docker pull {loc.reference}"

@@ -30,6 +30,7 @@ from builder.pipeline.extension_dir import walk_source
 
 if TYPE_CHECKING:
     from builder.pipeline.plan import Plan
+    from builder.pipeline.project_plan import ProjectPlan
 
 RECORD = ".torchyard-written"  # what the last write put here, so a re-render leaves nothing stale
 LOCK = ".torchyard.lock"
@@ -37,7 +38,7 @@ _STAGING = ".torchyard-staging-"
 _PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}|\.dockerignore", re.ASCII)
 
 
-def write_context(plan: Plan, out_dir: Path, *, force: bool = False) -> Path:
+def write_context(plan: Plan | ProjectPlan, out_dir: Path, *, force: bool = False) -> Path:
     """Write the Dockerfile, context files and extension sources; returns the Dockerfile path."""
     _prepare(out_dir, force)
     with _locked(out_dir):
@@ -89,7 +90,7 @@ def _locked(out_dir: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def _stage(plan: Plan, staging: Path, out_dir: Path) -> list[str]:
+def _stage(plan: Plan | ProjectPlan, staging: Path, out_dir: Path) -> list[str]:
     """Everything written into the staging folder; a write that fails (a full disk) names the file as it would
     be in -o, and nothing of the half-written staging folder is moved there."""
     write_file(staging / "Dockerfile", plan.dockerfile, shown=out_dir / "Dockerfile")
@@ -102,7 +103,7 @@ def _stage(plan: Plan, staging: Path, out_dir: Path) -> list[str]:
             _copy_extension(source, staging / name, flag)
         except OSError as exc:
             raise UsageError(f"{out_dir / name}: cannot write: {exc.strerror or exc}") from None
-    ignore = "plan.json\n*.log\nsmoke-*.json\n" + RECORD + "\n" + LOCK + "\n"
+    ignore = "plan.json\n*.log\nsmoke-*.json\nproject\n" + RECORD + "\n" + LOCK + "\n"
     write_file(staging / ".dockerignore", ignore, shown=out_dir / ".dockerignore")
     return sorted(p.name for p in staging.iterdir())
 

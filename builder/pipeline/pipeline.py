@@ -90,9 +90,9 @@ def build(
             todo.append((target, outcome))
     if settings.push and todo:  # a registry that refuses pushes is found now, not after the builds and smoke suites
         registry.check_push(settings.repo)
-    with _secret_files(plan, settings, bool(todo)) as secret_files:
+    with secret_files(plan, settings, bool(todo)) as files:
         for target, outcome in todo:
-            _build_and_verify(engine, plan, target, settings, outcome, log, secret_files, native)
+            _build_and_verify(engine, plan, target, settings, outcome, log, files, native)
     check_cancelled("tagging")
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in _refs(settings, plan, target):
@@ -138,7 +138,7 @@ def _up_to_date(
 
 
 @contextmanager
-def _secret_files(plan: Plan, settings: BuildSettings, needed: bool) -> Iterator[dict[str, str]]:
+def secret_files(plan: Plan, settings: BuildSettings, needed: bool) -> Iterator[dict[str, str]]:
     """Generated secrets (a pip.conf with index credentials) as 0600 files outside the build context,
     removed when the builds end, however they end."""
     generated = [s.id for s in plan.secrets if s.source == "generated"]

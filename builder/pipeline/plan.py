@@ -139,7 +139,7 @@ def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
         secrets=options.network.secrets(),
         targets=targets,
         network_origins=options.network.origins,
-        content_hash=_content_hash(dockerfile, build_args, files, copies(ext_dirs, spec)),
+        content_hash=content_hash_of(dockerfile, build_args, files, copies(ext_dirs, spec)),
     )
 
 
@@ -180,7 +180,7 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
     return tuple(sorted(files.items()))
 
 
-def _content_hash(
+def content_hash_of(
     dockerfile: str,
     build_args: tuple[tuple[str, str], ...],
     files: tuple[tuple[str, bytes], ...],

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from builder.core.kinds import Flavor, Platform, Target
 from builder.matrix.model import Matrix
 from builder.pipeline.plan import Plan, make_plan
+from builder.pipeline.project_plan import ProjectPlan
 from builder.render.options import RenderOptions
 from builder.render.spec import render_problem
 from builder.resolve.choose import Choice, choose
@@ -25,6 +26,7 @@ class Chosen:
     flavors: tuple[Flavor, ...]
     notes: tuple[str, ...]  # what --target all left out, and why
     more: tuple[Plan, ...] = ()  # --platform A,B: the same combination's plans for the other platforms
+    project: ProjectPlan | None = None  # in a project: its image, over plan's image of flavors[0]
 
     @property
     def plans(self) -> tuple[Plan, ...]:

@@ -2,6 +2,9 @@
 spec: the files the build context carries, the install commands' arguments, the local sources bind-mounted for
 them, each requirement checked against the image's pins where its marker holds.
 
+A lock (uv.lock, pylock.toml) is such a hashed file; its packages the image already holds (torch, nvidia-*) are
+checked against the pins and written as comments, not installed again.
+
 Plain --pip requirements go into the RUN line (checked like every other flag); a requirements file's lines and the
 --pip values that name a path or URL go into files of the build context, so a space or a marker is only text.
 Hash-checking (a --hash anywhere, or --require-hashes) is all or nothing in pip and uv: the file is installed by a
@@ -43,10 +46,10 @@ def additions(c: Combination, options: RenderOptions, cwd: Path) -> Additions:
     plain = tuple(ctx.unpinned(c, "--pip", p) for p in options.extra_pip if not is_source(p))
     named = pip_sources(options.extra_pip, cwd)
     entries = (reqs.entries + reqs.constraints if reqs else ()) + named
-    _check_pins(c, entries)
+    _check_pins(c, entries + (reqs.base if reqs else ()))
     files = _files(reqs, named)
     hashed = reqs is not None and _hash_checked(reqs)
-    file_args = _file_args(reqs, hashed) if reqs else ""
+    file_args = _file_args(reqs, hashed) if reqs and (reqs.entries or reqs.constraints or not reqs.base) else ""
     pip_args = (f" -r {IMAGE_DIR}/{PIP_FILE}" if named else "") + "".join(f" '{p}'" for p in plain)
     both = _global_args(reqs, options.installer) if reqs else ""  # a file's options are the whole install's
     installs = (file_args + both, pip_args and pip_args + both) if hashed else (file_args + pip_args + both,)
@@ -67,7 +70,8 @@ def _files(reqs: Requirements | None, named: tuple[Entry, ...]) -> tuple[tuple[s
     found = []
     if reqs is not None:  # the file's name only: where a checkout lies is neither the image's content nor its business
         name = Path(reqs.path).name
-        found.append((FILE, _text(f"--requirements {name}", reqs.entries)))
+        base = [f"# the image's own, checked against its pins, not installed again: {e.line}" for e in reqs.base]
+        found.append((FILE, _text(f"--requirements {name}", reqs.entries, base)))
         if reqs.constraints:
             found.append((CONSTRAINTS, _text(f"the -c files of --requirements {name}", reqs.constraints)))
     if named:
@@ -75,9 +79,9 @@ def _files(reqs: Requirements | None, named: tuple[Entry, ...]) -> tuple[tuple[s
     return tuple(found)
 
 
-def _text(what: str, entries: tuple[Entry, ...]) -> str:
+def _text(what: str, entries: tuple[Entry, ...], notes: list[str] | None = None) -> str:
     lines = [f"# {what}, as torchyard read it (index options are in the build's pip settings, a secret)"]
-    return "\n".join(lines + [e.text() for e in entries]) + "\n"
+    return "\n".join(lines + (notes or []) + [e.text() for e in entries]) + "\n"
 
 
 def _hash_checked(reqs: Requirements) -> bool:

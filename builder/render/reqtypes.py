@@ -61,7 +61,8 @@ class Entry:
 
 @dataclass(frozen=True, kw_only=True)
 class Requirements:
-    """--requirements FILE, read: a pip requirements file with its includes (-r, -c) flattened."""
+    """--requirements FILE, read: a pip requirements file with its includes (-r, -c) flattened, or a lock (uv.lock,
+    pylock.toml) as the hashed requirements set it pins."""
 
     path: str  # as given
     entries: tuple[Entry, ...] = ()
@@ -71,6 +72,7 @@ class Requirements:
     no_index: bool = False
     pre: bool = False
     require_hashes: bool = False  # --require-hashes in the file: every requirement needs a hash
+    base: tuple[Entry, ...] = ()  # a lock's packages the image holds (torch, nvidia-*): checked, not installed
 
     def fingerprint(self) -> str:
         """What the image gets from the file, for the tags' extras id: the requirements and their options, not

@@ -1,6 +1,7 @@
 """--requirements and --pip as pip reads them, read once at the edge: a requirements file with its includes
-(builder/render/reqfile.py), a --pip value that names a local path or a URL (builder/render/reqline.py). A file's
-index options join the build's index settings (builder/render/network.py: with_indexes), a BuildKit secret.
+(builder/render/reqfile.py) or a lock (builder/render/uvlock.py, pylock.py), a --pip value that names a local path
+or a URL (builder/render/reqline.py). A file's index options join the build's index settings
+(builder/render/network.py: with_indexes), a BuildKit secret.
 """
 
 from __future__ import annotations
@@ -10,15 +11,23 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from builder.render.network import Network, with_indexes
+from builder.render.pylock import is_pylock, read_pylock
 from builder.render.reqfile import read_requirements_file
 from builder.render.reqline import Place, Sources, read_entry
 from builder.render.reqtypes import Entry, Requirements
+from builder.render.uvlock import read_uv_lock
 
 _URL_OR_PATH = re.compile(r"://|^(git\+|\.|/)|\.(whl|tar\.gz|tgz|zip)$")
 
 
 def read_requirements(path: str, env: Mapping[str, str]) -> Requirements:
-    """--requirements FILE: the file and its includes, each requirement with its file:line."""
+    """--requirements FILE: the file and its includes, each requirement with its file:line; a lock by its name
+    (uv.lock; pylock.toml, pylock.NAME.toml) as the hashed requirements set it pins."""
+    name = Path(path).name
+    if name == "uv.lock":
+        return read_uv_lock(Path(path), path)
+    if is_pylock(name):
+        return read_pylock(Path(path), path)
     return read_requirements_file(Path(path), path, env)
 
 

@@ -127,3 +127,19 @@ def image_tags(
         if problem:  # many --arch make a long suffix: refused here, before a build, not after it
             raise RenderError(f"the tag {tag!r} is {problem}: give fewer --arch")
     return ImageTags(immutable, tuple(aliases))
+
+
+def project_repository(repo: str, name: str) -> str:
+    """The project image's repository: the project's name under --repo (torchyard/my-model; with
+    --repo ghcr.io/team, ghcr.io/team/my-model)."""
+    return f"{repo}/{name}"
+
+
+def project_tag(base_immutable: str, content_id: str) -> str:
+    """The base image's immutable tag plus the project's content id (its first 12 hex digits):
+    2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime-p0123456789ab."""
+    tag = f"{base_immutable}-p{content_id[:12]}"
+    problem = check_tag(tag)
+    if problem:
+        raise RenderError(f"the project's tag {tag!r} is {problem}: give fewer --arch")
+    return tag

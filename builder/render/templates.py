@@ -26,8 +26,11 @@ def make_env() -> jinja2.Environment:
 
 
 def render_dockerfile(context: dict[str, Any]) -> str:
-    text = make_env().get_template("Dockerfile.j2").render(**context)
-    # Collapse the blank lines optional blocks leave behind: deterministic, readable output.
+    return tidy(make_env().get_template("Dockerfile.j2").render(**context))
+
+
+def tidy(text: str) -> str:
+    """Collapse the blank lines optional blocks leave behind: deterministic, readable output."""
     lines: list[str] = []
     for line in text.splitlines():
         if line.strip() or (lines and lines[-1].strip()):

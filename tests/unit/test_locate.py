@@ -5,6 +5,7 @@ local torch image that runs here, else nowhere. Each judged by the GPU code it c
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,9 +19,11 @@ from builder.host.doctor import Diagnosis, diagnose, judge_here
 from builder.host.locate import (
     LOOKUP_TIMEOUT,
     Location,
+    ProjectWanted,
     Wanted,
     Where,
     locate,
+    locate_project,
     location_json,
     registry_of,
     where_lines,
@@ -28,6 +31,7 @@ from builder.host.locate import (
 from builder.host.probe import probe
 from builder.host.runtime import read_runtime
 from builder.oci.refs import RepoRef
+from builder.pipeline.project_plan import PROJECT_LABEL
 from builder.resolve.query import RawQuery
 from builder.resolve.verdict import Answer
 
@@ -114,6 +118,49 @@ def test_another_platform_or_flavor_or_an_untagged_image_is_not_the_chosen_one()
     assert found.where is Where.NOWHERE
     other = locate(WANTED, judge, local=[devel], repo=None)  # a devel image runs here: found, not the chosen one
     assert (other.where, other.chosen, other.reference) == (Where.LOCAL, False, devel.tags[0])
+
+
+def test_a_project_s_image_is_never_taken_for_its_base() -> None:
+    judge = judge_here(M, on(RTX4090_580, "580.65.06"))
+    base = holding(f"torchyard:{PLAIN}", CU132)
+    project = holding(f"torchyard/my-model:{PLAIN}-p0123456789ab", CU132)
+    project = ImageInfo(project.id, project.labels | {PROJECT_LABEL: "my-model"}, project.tags, (), 1)
+    assert locate(WANTED, judge, local=[project], repo=None).where is Where.NOWHERE
+    assert locate(WANTED, judge, local=[project, base], repo=None).reference == base.tags[0]
+    assert locate_module.PROJECT_LABEL == PROJECT_LABEL  # the label the build gives it
+
+
+def mine(ref: str, combination: str = CU132, name: str = "my-model", **kw: Any) -> ImageInfo:
+    """A project's image: the base's labels (as the project stage inherits them) and the project's name."""
+    info = holding(ref, combination, **kw)
+    return replace(info, labels=info.labels | {PROJECT_LABEL: name})
+
+
+def test_a_project_s_image_is_found_by_its_name_and_the_combination_newest_first() -> None:
+    judge = judge_here(M, on(RTX4090_580, "580.65.06"))
+    wanted = ProjectWanted("my-model", CU132, "linux/amd64")
+    newest = mine(f"torchyard/my-model:{PLAIN}-p2", created="2026-12-03T10:00:00Z")
+    images = [
+        holding(f"torchyard:{PLAIN}", CU132, created="2026-12-04T10:00:00Z"),  # the base: not the project's
+        mine(f"torchyard/my-model:{PLAIN}-p1", created="2026-12-01T10:00:00Z"),
+        newest,
+        mine("torchyard/other:x", name="other", created="2026-12-04T10:00:00Z"),
+        mine("torchyard/my-model:old", "torch2.14.1-cu126-py3.13-debian13", created="2026-12-04T10:00:00Z"),
+        mine("torchyard/my-model:devel", flavor="devel", created="2026-12-04T10:00:00Z"),
+        mine("torchyard/my-model:arm", platform="linux/arm64", created="2026-12-04T10:00:00Z"),
+        mine("torchyard/my-model:sm90", arch_list="sm_90", extensions="addone", created="2026-12-04T10:00:00Z"),
+    ]
+    found = locate_project(wanted, judge, images)
+    assert found is not None
+    assert (found.where, found.reference, found.holds, found.answer) == (
+        Where.LOCAL,
+        newest.tags[0],
+        CU132,
+        Answer.RUNS,
+    )
+    assert locate_project(wanted, judge, images[:1]) is None  # only the base: not built yet
+    untagged = replace(newest, tags=("torchyard/my-model:<none>",))
+    assert locate_project(wanted, judge, [untagged]) is None
 
 
 def test_the_team_s_name_is_preferred_for_the_same_image() -> None:

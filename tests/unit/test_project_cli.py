@@ -58,7 +58,8 @@ def test_init_writes_doctor_s_build_and_every_machine_builds_that_one(
     for other in HOSTS:
         system = on(monkeypatch, other)
         code, planned, err = cli(capsys, *DRY)
-        assert (code, planned) == (0, doctors), other  # the same combination, Dockerfile, tags
+        assert (code, planned[: len(doctors)]) == (0, doctors), other  # the same combination, Dockerfile, tags
+        assert planned[len(doctors) :].startswith("\n[project] my-model over torchyard:"), other  # then its image
         assert err == f"torchyard: project torchyard.toml: torchyard.lock decides: {combo} (resolved for " \
             f"{lock.resolved_for})\n"  # fmt: skip
         assert system.ran == [], other  # the machine was not read for the choice
@@ -173,7 +174,7 @@ def test_run_starts_the_locked_combination(
     on(monkeypatch, "2xh100-580")
     code, out, err = cli(capsys, "run", "--dry-run")
     assert code == 0 and err.startswith(f"torchyard: project torchyard.toml: torchyard.lock decides: {OLD} ")
-    assert " torchyard:2.14.1-cuda12.6-cudnn9-py3.13-debian13-runtime " in out
+    assert f"torchyard: the image of project my-model ({OLD}) is not built yet" in err  # its own: test_project_run.py
     code, out, _ = cli(capsys, "run", "--dry-run", "--no-project")
     assert code == 0 and " torchyard:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime " in out
 
@@ -196,7 +197,7 @@ def test_a_locked_image_this_machine_cannot_run_is_said_not_replaced(
 # -- the project's requirements, as --requirements passes them ----------------------------------------------------
 
 
-def test_the_requirements_file_is_passed_on_as_requirements_would_be(
+def test_the_requirements_file_goes_in_the_project_image_and_the_base_stays_plain(
     folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (folder / "requirements.txt").write_text("numpy\n")
@@ -205,8 +206,11 @@ def test_the_requirements_file_is_passed_on_as_requirements_would_be(
     )
     code, planned, _ = cli(capsys, *DRY)
     flags = ("--torch", "2.15.0", "--variant", "cu132", "--python", "3.13", "--os", "debian13", "--any-host")
-    same = cli(capsys, *DRY, "--no-project", "--requirements", str(folder / "requirements.txt"), *flags)[1]
-    assert (code, planned) == (0, same)
+    plain = cli(capsys, *DRY, "--no-project", *flags)[1]
+    assert (code, planned[: len(plain)]) == (0, plain)  # the base: the verified image a build outside makes
+    code, _, _ = cli(capsys, "render", "-o", "out")
+    assert code == 0 and "-r /opt/torchyard/requirements.txt" in (folder / "out" / "project" / "Dockerfile").read_text()
+    assert (folder / "out" / "project" / "requirements.txt").read_text().endswith("numpy\n")
     assert cli(capsys, *DRY, "--requirements", "requirements.txt")[2] == "torchyard: error: --requirements: the " \
         "project names its requirement files (torchyard.toml: dependencies.requirements); add it there\n"  # fmt: skip
 
@@ -215,28 +219,34 @@ def test_the_requirements_file_is_passed_on_as_requirements_would_be(
     ("deps", "message"),
     [('requirements = ["requirements.txt", "more.txt"]', "dependencies.requirements: render and build install one "
       "requirements file so far: keep 'requirements.txt', -r the others in it"),
-     ('lock = "uv.lock"', "dependencies.lock: render and build install a requirements file so far, not a lockfile: "
-      "give requirements instead")],
+     ('lock = "reqs.lock"', "dependencies.lock: 'reqs.lock': torchyard reads uv.lock, pylock.toml or "
+      "pylock.NAME.toml (PEP 751)")],
 )  # fmt: skip
 def test_what_the_build_cannot_install_yet_is_one_located_line(
     folder: Path, capsys: pytest.CaptureFixture[str], deps: str, message: str
 ) -> None:
-    for name in ("requirements.txt", "more.txt", "uv.lock"):
+    for name in ("requirements.txt", "more.txt", "reqs.lock"):
         (folder / name).write_text("numpy\n")
     (folder / "torchyard.toml").write_text(f"[dependencies]\n{deps}\n")
     assert cli(capsys, *DRY) == (2, "", f"torchyard: error: torchyard.toml:2: {message}\n")
 
 
-def test_what_the_image_does_not_hold_yet_is_said(folder: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_dry_run_shows_the_project_image_its_checks_and_its_tag(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (folder / "src").mkdir()
     (folder / "torchyard.toml").write_text(
         f'[torch]\nid = "{NEW}"\n\n[dependencies]\nsystem_packages = ["libgl1"]\n\n'
         '[image]\ncopy = [{ from = "src", to = "/app/src" }]\ncommand = ["python", "-m", "app"]\n'
     )
-    code, _, err = cli(capsys, *DRY)
-    assert code == 0
-    assert err.splitlines()[-1] == "torchyard: torchyard.toml: dependencies.system_packages, image.copy, " \
-        "image.command: checked, not built into the image yet (docs/project.md)"  # fmt: skip
+    code, out, _ = cli(capsys, *DRY)
+    base = "torchyard:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime"
+    project = out[out.index("\n[project]") + 1 :].splitlines()
+    assert code == 0 and project[0].startswith(f"[project] my-model over {base} (content id ")
+    assert f"--target project -f build/torchyard/{NEW}/project/Dockerfile" in project[1]
+    assert f"--build-arg TORCHYARD_BASE={base}" in project[1]
+    assert project[2:4] == ["  then: the project's checks: import app, python -m app --help, then tag:",
+                            f"    torchyard/my-model:{base.partition(':')[2]}-p{project[0][-16:-4]}"]  # fmt: skip
 
 
 def test_every_key_the_starter_shows_commented_is_a_key_of_its_table(

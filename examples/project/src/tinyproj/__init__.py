@@ -1,0 +1,3 @@
+"""tinyproj: torchyard's example project (examples/project/README.md)."""
+
+__version__ = "0.1.0"
