@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, SET, PublishFakes, fakes_for, run_publish
+from publish_kit import REPO, PublishFakes, run_publish
 from test_publish_run import ALIASES, NEWEST_ALIAS, NEWEST_RUNTIME
 
 import builder.pipeline.registry
 from builder.cli.main import main
-from builder.core.process import reset_cancel
 from builder.publish.plan import plan_publish
 from builder.publish.preview import AFTER, BUILD, MOVE, NEW, SKIP, UNCHANGED, preview
 
@@ -22,12 +20,6 @@ from builder.publish.preview import AFTER, BUILD, MOVE, NEW, SKIP, UNCHANGED, pr
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> Iterator[PublishFakes]:
-    yield fakes_for(SET, tmp_path)
-    reset_cancel()
 
 
 def _preview(fakes: PublishFakes) -> dict[str, dict[str, str]]:

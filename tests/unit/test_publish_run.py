@@ -21,7 +21,6 @@ from publish_kit import run_publish as run
 
 from builder.core.errors import Interrupted, PushError
 from builder.core.kinds import Platform
-from builder.core.process import reset_cancel
 from builder.pipeline.plan import CONTENT_LABEL
 from builder.publish.items import Item, on_platforms
 from builder.publish.plan import plan_publish
@@ -50,14 +49,6 @@ ALIASES = {
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> Iterator[PublishFakes]:
-    yield fakes_for(SET, tmp_path)
-    # a Ctrl-C test leaves the process-wide cancel flag set (the CLI exits then): a later build in this pytest
-    # process would stop "before tagging" (seen when mutmut's fast_first ran the tests in another order)
-    reset_cancel()
 
 
 def statuses(report: Report) -> dict[str, str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
@@ -22,7 +21,6 @@ import builder.publish.items as publish_items
 import builder.publish.run as publish_run
 from builder.core.errors import BuildError, Interrupted, TorchyardError
 from builder.core.kinds import AliasStatus, Platform, Status
-from builder.core.process import reset_cancel
 from builder.engine import RegistryAuth
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.pipeline import BuildSettings
@@ -40,14 +38,6 @@ AUTH = RegistryAuth("ci", "s3cret-token")
 @pytest.fixture(autouse=True)
 def no_real_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     wall_off_the_engine(monkeypatch)
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> Iterator[PublishFakes]:
-    yield fakes_for(SET, tmp_path)
-    # a Ctrl-C test leaves the process-wide cancel flag set (the CLI exits then): a later build in this pytest
-    # process would stop "before tagging" (seen when mutmut's fast_first ran the tests in another order)
-    reset_cancel()
 
 
 # --- run: what each group's build is given ------------------------------------------------------------------
