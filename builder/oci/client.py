@@ -145,10 +145,12 @@ class Distribution:
         config = self.blob_json(repo, str(found.data["config"]["digest"]), cache=cache) if found.blobs() else {}
         return {platform_of(config): found.digest}
 
-    def image(self, repo: RepoRef, reference: str, platform: str) -> tuple[Manifest, dict[str, Any]] | None:
+    def image(
+        self, repo: RepoRef, reference: str, platform: str, *, top: Manifest | None = None
+    ) -> tuple[Manifest, dict[str, Any]] | None:
         """The image manifest and config of one platform under a tag; None when the tag does not exist.
-        PushError when the tag exists without that platform."""
-        found = self.manifest(repo, reference)
+        PushError when the tag exists without that platform. `top`: the tag's manifest, already read."""
+        found = top or self.manifest(repo, reference)
         if found is None:
             return None
         if found.is_index:

@@ -14,7 +14,7 @@ from builder.core.errors import PushError
 from builder.engine import RegistryAuth, split_ref
 from builder.net.http import Http, Policy
 from builder.oci.auth import docker_login
-from builder.oci.client import Distribution
+from builder.oci.client import Distribution, Manifest
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import DOCKER_HUB, RepoRef, parse_repo
 from builder.pipeline.plan import CONTENT_LABEL
@@ -30,10 +30,13 @@ class Registry:
     def __init__(self, auth: RegistryAuth | None = None, *, client: Distribution | None = None) -> None:
         self.client = client or Distribution(Http(Policy(timeout=TIMEOUT)), auth)
 
-    def labels(self, ref: str, platform: str = DEFAULT_PLATFORM) -> dict[str, str] | None:
-        """Labels of the image for `platform` under repo:tag, or None when the tag does not exist."""
+    def labels(
+        self, ref: str, platform: str = DEFAULT_PLATFORM, *, top: Manifest | None = None
+    ) -> dict[str, str] | None:
+        """Labels of the image for `platform` under repo:tag, or None when the tag does not exist. `top`: the
+        tag's manifest when it was read already (read)."""
         repo, tag = split_ref(ref)
-        found = self.client.image(parse_repo(repo), tag, platform)
+        found = self.client.image(parse_repo(repo), tag, platform, top=top)
         if found is None:
             return None
         manifest, config = found
@@ -46,19 +49,30 @@ class Registry:
         labels = self.labels(ref, platform)
         return labels is not None and labels.get(CONTENT_LABEL) == content_hash
 
+    def holding(self, ref: str, content_hash: str, platform: str = DEFAULT_PLATFORM) -> str | None:
+        """The tag's digest when it holds an image with exactly this content hash (for `platform`), else None:
+        one read of the tag (and of the image's config)."""
+        top = self.read(ref)
+        if top is None:
+            return None
+        labels = self.labels(ref, platform, top=top)
+        return top.digest if labels is not None and labels.get(CONTENT_LABEL) == content_hash else None
+
+    def read(self, ref: str) -> Manifest | None:
+        """The manifest or index under repo:tag as the registry holds it (one request); None when the tag does not
+        exist. Its digest, layer sizes (layer_sizes) and bytes (put) then need no second read."""
+        repo, tag = split_ref(ref)
+        return self.client.manifest(parse_repo(repo), tag)
+
     def digest(self, ref: str) -> str | None:
         """The digest of the manifest or index under repo:tag; None when the tag does not exist."""
-        repo, tag = split_ref(ref)
-        found = self.client.manifest(parse_repo(repo), tag)
+        found = self.read(ref)
         return None if found is None else found.digest
 
-    def layer_sizes(self, ref: str) -> dict[str, int] | None:
-        """{layer digest: compressed size} of the single image under repo:tag; None when missing or an index."""
+    def put(self, ref: str, manifest: Manifest) -> str:
+        """Store a manifest read from this registry (read), byte for byte, under repo:tag; returns its digest."""
         repo, tag = split_ref(ref)
-        found = self.client.manifest(parse_repo(repo), tag)
-        if found is None or found.is_index:
-            return None
-        return {str(d["digest"]): int(d.get("size") or 0) for d in found.data.get("layers") or []}
+        return self.client.put_manifest(parse_repo(repo), tag, manifest.raw, manifest.media_type)
 
     def check_push(self, repo: str) -> None:
         """PushError (exit 5) when the registry will not take a push to repo (read-only, no permission, no
@@ -81,7 +95,7 @@ class Registry:
         current = self.client.manifest(ref, target_tag)
         if current is not None and current.digest == found.digest:
             return found.digest, False
-        return self.client.put_manifest(ref, target_tag, found.raw, found.media_type), True
+        return self.put(target, found), True
 
     # -- multi-platform images (builder/pipeline/multiplatform.py) ---------------------------------------------------
 
@@ -110,3 +124,10 @@ class Registry:
         entries = [IndexEntry(digest, platform) for platform, digest in members.items()]
         written = write_index(self.client, parse_repo(repo), tag, entries, annotations={INDEX_CONTENT: content_hash})
         return written.digest
+
+
+def layer_sizes(manifest: Manifest | None) -> dict[str, int] | None:
+    """{layer digest: compressed size} of a single image's manifest; None for no manifest or an index."""
+    if manifest is None or manifest.is_index:
+        return None
+    return {str(d["digest"]): int(d.get("size") or 0) for d in manifest.data.get("layers") or []}

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from builder.pipeline.registry import Registry
+from builder.oci.client import Manifest
+from builder.pipeline.registry import layer_sizes
 
 DEFAULT_BUDGET = 5.0  # percent
 
@@ -28,9 +29,9 @@ class Growth:
         return f"{_mb(self.before)} -> {_mb(self.after)} ({self.percent:+.1f} %); new layers: {layers}"
 
 
-def growth(registry: Registry, before_ref: str, after_ref: str) -> Growth | None:
-    """How the image under after_ref compares with the one under before_ref; None when either is no single image."""
-    before, after = registry.layer_sizes(before_ref), registry.layer_sizes(after_ref)
+def growth(was: Manifest | None, will: Manifest) -> Growth | None:
+    """How the image of manifest `will` compares with the one of `was`; None when either is no single image."""
+    before, after = layer_sizes(was), layer_sizes(will)
     if not before or not after:
         return None
     new = sorted(((d, s) for d, s in after.items() if d not in before), key=lambda pair: -pair[1])

@@ -72,7 +72,7 @@ def preview(pplan: PublishPlan, registry: Registry, repo: str) -> Preview:
                 items.append(PlannedItem(item.id, CANNOT, "", "", group.problem.splitlines()[0][:200]))
                 continue
             ref = f"{repo}:{group.immutable(item)}"
-            current = registry.digest(ref) if registry.holds(ref, group.plan.content_hash) else None
+            current = registry.holding(ref, group.plan.content_hash)
             items.append(PlannedItem(item.id, SKIP if current else BUILD, ref, current or ""))
             if current:
                 digests[item.id] = current

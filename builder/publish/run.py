@@ -14,11 +14,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from builder.core.errors import Interrupted, TorchyardError
+from builder.core.errors import Interrupted, PushError, TorchyardError
 from builder.core.kinds import AliasStatus, Status
 from builder.core.process import reset_cancel, stop_all
 from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
+from builder.oci.client import Manifest
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
@@ -349,26 +350,33 @@ def _move(
             engine.tag(local.id, alias_ref)
             log(f"MOVE  {alias_ref} -> {immutable} (local only)")
             return AliasResult(alias, AliasStatus.MOVED, immutable, "locally (no push)")
-        held = _grown(registry, immutable, alias_ref, settings.size_budget, log)
+        # one read of each tag: the digests compared, the sizes for the budget, the bytes the alias gets
+        will = registry.read(immutable)
+        if will is None:
+            raise PushError(f"{immutable} is not in the registry: nothing to move {alias} to")
+        was = registry.read(alias_ref)
+        if was is not None and was.digest == will.digest:
+            return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
+        held = _grown(was, will, alias_ref, immutable, settings.size_budget, log)
         if held is not None:
             return held
         # registry-side, by manifest: the alias gets the immutable tag's digest (signed, with its SBOM), and an
         # alias left on another digest, even one with the same content label, is repaired
-        digest, changed = registry.retag(immutable, alias_ref)
+        digest = registry.put(alias_ref, will)
     except TorchyardError as exc:
         log(redact(f"FAIL  alias {alias_ref}: {exc}"))
         return AliasResult(alias, AliasStatus.HELD, immutable, redact(str(exc)))
-    if not changed:
-        return AliasResult(alias, AliasStatus.UNCHANGED, immutable)
     log(f"MOVE  {alias_ref} -> {immutable} ({digest})")
     return AliasResult(alias, AliasStatus.MOVED, immutable)
 
 
-def _grown(registry: Registry, immutable: str, alias_ref: str, budget: float | None, log: Log) -> AliasResult | None:
+def _grown(
+    was: Manifest | None, will: Manifest, alias_ref: str, immutable: str, budget: float | None, log: Log
+) -> AliasResult | None:
     """The alias held when its new image grew past the budget over the one it names now; None: it may move."""
-    if registry.digest(alias_ref) in (None, registry.digest(immutable)):
-        return None  # nothing to compare with, or nothing would move
-    found = growth(registry, alias_ref, immutable)
+    if was is None:
+        return None  # nothing to compare with
+    found = growth(was, will)
     if found is None:
         log(f"SIZE  {alias_ref}: not checked (not a single image)")
         return None

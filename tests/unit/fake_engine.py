@@ -28,6 +28,7 @@ from builder.core.errors import BuildError, PushError
 from builder.core.kinds import Platform
 from builder.core.versions import minor_str
 from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
+from builder.oci.client import Manifest
 from builder.pipeline.plan import Plan
 from builder.pipeline.registry import Registry
 from builder.pipeline.suite import OUT
@@ -92,8 +93,9 @@ class FakeRegistry(Registry):
         self.push_checks: list[str] = []  # repositories check_push was asked about
         self.push_refusal: Exception | None = None  # check_push raises it (a read-only registry)
         self.sizes: dict[str, dict[str, int]] = {}  # ref -> {layer digest: compressed size}; none: not known
+        self.reads: list[str] = []  # refs whose manifest was read, in order
 
-    def labels(self, ref: str, platform: str = "linux/amd64") -> dict[str, str] | None:
+    def labels(self, ref: str, platform: str = "linux/amd64", *, top: Manifest | None = None) -> dict[str, str] | None:
         self.asked.append(ref)
         if self.error is not None:
             raise self.error
@@ -112,13 +114,19 @@ class FakeRegistry(Registry):
         found = self.images.get(ref)
         return found[1] if found is not None and found[0] == platform else None
 
-    def digest(self, ref: str) -> str | None:
+    def read(self, ref: str) -> Manifest | None:
+        """What was pushed under ref as a manifest: its digest, the layers of `sizes` (none known: none), and as
+        its bytes the ref it was read from, so that put can copy what the fake knows of it."""
+        self.reads.append(ref)
         found = self._image(ref)
-        return None if found is None else found[1]
+        if found is None:
+            return None
+        layers = [{"digest": d, "size": s} for d, s in self.sizes.get(ref, {}).items()]
+        return Manifest("application/vnd.oci.image.manifest.v1+json", found[1], ref.encode(), {"layers": layers})
 
-    def layer_sizes(self, ref: str) -> dict[str, int] | None:
-        found = self.sizes.get(ref)
-        return None if found is None else dict(found)
+    def put(self, ref: str, manifest: Manifest) -> str:
+        """As retag from the ref the manifest was read from (`retag_error` makes it raise)."""
+        return self.retag(manifest.raw.decode(), ref)[0]
 
     def check_push(self, repo: str) -> None:
         self.push_checks.append(repo)

@@ -9,7 +9,7 @@ versions. Faults are set per group: `fault(group, fail_push=...)`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from render_kit import ROOT
 
 import builder.publish.plan as publish_plan
 from builder.core.errors import TorchyardError
+from builder.core.process import reset_cancel
 from builder.engine import BuildRequest, RegistryAuth
 from builder.matrix import Matrix, load_matrix
 from builder.pipeline.plan import CONTENT_LABEL, Plan, make_plan
@@ -164,3 +165,12 @@ def planning_fails(monkeypatch: pytest.MonkeyPatch, when: Callable[[Combination]
         return make_plan(m, combo, options)
 
     monkeypatch.setattr(publish_plan, "make_plan", failing)
+
+
+@pytest.fixture(name="fakes")
+def fakes_fixture(tmp_path: Path) -> Iterator[PublishFakes]:
+    """The publish set SET over a fake engine and registry; a test module uses it by importing it."""
+    yield fakes_for(SET, tmp_path)
+    # a Ctrl-C test leaves the process-wide cancel flag set (the CLI exits then): a later build in this pytest
+    # process would stop "before tagging" (seen when mutmut's fast_first ran the tests in another order)
+    reset_cancel()

@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, PublishFakes, run_publish
+from publish_kit import (
+    REPO,
+    PublishFakes,
+    fakes_fixture,  # noqa: F401 (the `fakes` fixture)
+    run_publish,
+)
 from test_publish_run import ALIASES, NEWEST_ALIAS, NEWEST_RUNTIME
 
 import builder.pipeline.registry

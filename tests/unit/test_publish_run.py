@@ -16,7 +16,13 @@ from typing import cast
 
 import pytest
 from fake_engine import wall_off_the_engine
-from publish_kit import REPO, SET, PublishFakes, fakes_for
+from publish_kit import (
+    REPO,
+    SET,
+    PublishFakes,
+    fakes_fixture,  # noqa: F401 (the `fakes` fixture)
+    fakes_for,
+)
 from publish_kit import run_publish as run
 
 from builder.core.errors import Interrupted, PushError
@@ -78,6 +84,8 @@ def test_every_image_is_built_verified_pushed_then_every_alias_moves(fakes: Publ
     for alias, target in ALIASES.items():  # byte for byte the immutable tag's manifest: its signature holds
         assert fakes.registry.images[f"{REPO}:{alias}"] == fakes.registry.images[target]
     assert not any(op == "pull" for op, _ in fakes.ops()), "no image is pulled to move an alias"
+    for alias in ALIASES:  # one read of the alias serves the comparison, the size budget and the move
+        assert fakes.registry.reads.count(f"{REPO}:{alias}") == 1, fakes.registry.reads
     for ref in IMMUTABLES:  # each pushed image is the one its smoke suite ran in
         assert fakes.registry.refs[ref]
         assert fakes.tagged() >= {ref}

@@ -14,7 +14,16 @@ from typing import Any, cast
 
 import pytest
 from fake_engine import FakeEngine, wall_off_the_engine
-from publish_kit import BOTH, REPO, SET, PublishFakes, fakes_for, matrix_with, planning_fails
+from publish_kit import (
+    BOTH,
+    REPO,
+    SET,
+    PublishFakes,
+    fakes_fixture,  # noqa: F401 (the `fakes` fixture)
+    fakes_for,
+    matrix_with,
+    planning_fails,
+)
 from publish_kit import run_publish as run
 
 import builder.publish.items as publish_items

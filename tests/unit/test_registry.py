@@ -21,7 +21,8 @@ from builder.engine import RegistryAuth
 from builder.net.http import Policy
 from builder.oci.client import Distribution, digest_of
 from builder.oci.refs import ImageRef, RepoRef, parse_ref, parse_repo, platform_fields, platform_of
-from builder.pipeline.registry import Registry
+from builder.pipeline.plan import CONTENT_LABEL
+from builder.pipeline.registry import Registry, layer_sizes
 
 HOST = "127.0.0.1:5000"
 BASE = f"http://{HOST}/v2/team/torch"
@@ -518,7 +519,20 @@ def test_layer_sizes_reads_the_manifest_only_and_none_for_an_index_or_nothing() 
     child = memory.add_image("t", "one")
     memory.add_index("t", "both", {"linux/amd64": child})
     layers = json.loads(memory.manifests["t", "one"][0])["layers"]
-    assert registry.layer_sizes("127.0.0.1:5000/t:one") == {layers[0]["digest"]: 3200}
-    assert registry.layer_sizes("127.0.0.1:5000/t:both") is None
-    assert registry.layer_sizes("127.0.0.1:5000/t:gone") is None
+    assert layer_sizes(registry.read("127.0.0.1:5000/t:one")) == {layers[0]["digest"]: 3200}
+    assert layer_sizes(registry.read("127.0.0.1:5000/t:both")) is None
+    assert layer_sizes(registry.read("127.0.0.1:5000/t:gone")) is None
     assert [s.method for s in net.sent if "/blobs/" in s.url] == [], "no blob is read"
+
+
+def test_holding_reads_the_tag_once_and_answers_its_digest_only_for_that_content() -> None:
+    net = Net()
+    memory = MemoryRegistry("127.0.0.1:5000").attach(net)
+    registry = Registry(client=Distribution(net.http()))
+    memory.add_image("t", "one", labels={CONTENT_LABEL: "ab" * 32})
+    digest = registry.digest("127.0.0.1:5000/t:one")
+    before = len([s for s in net.sent if "/manifests/" in s.url])
+    assert registry.holding("127.0.0.1:5000/t:one", "ab" * 32) == digest
+    assert len([s for s in net.sent if "/manifests/" in s.url]) == before + 1, "the tag is read once"
+    assert registry.holding("127.0.0.1:5000/t:one", "cd" * 32) is None
+    assert registry.holding("127.0.0.1:5000/t:gone", "ab" * 32) is None
