@@ -52,6 +52,7 @@ class PublishFlags:
     plan: bool
     size_budget: float
     allow_growth: bool
+    no_build_tags: bool
     no_push: bool
     no_aliases: bool
     aliases_only: bool
@@ -134,6 +135,8 @@ platform_option = click.option(
               help="Hold an alias (and fail the run) when its new image's compressed size grew past this over the "
               "image it named before.")  # fmt: skip
 @click.option("--allow-growth", is_flag=True, help="Move aliases whatever their images grew by (said in the log).")
+@click.option("--no-build-tags", is_flag=True, help="Give pushed images no never-rewritten <tag>-<YYYYMMDD> build tag "
+              "(docs/tags.md).")  # fmt: skip
 @click.option("--no-push", is_flag=True, help="Build, smoke-test and tag locally only.")
 @click.option("--no-aliases", is_flag=True, help="Leave the floating aliases where they are (CI fan-out).")
 @click.option("--aliases-only", is_flag=True, help="Build nothing; move the aliases of published images.")
@@ -217,6 +220,7 @@ def _settings(
         security_gate=gate,
         epoch=source_date_epoch(),
         size_budget=None if flags.allow_growth else flags.size_budget,
+        build_tags=not flags.no_build_tags,
     )
 
 
@@ -226,6 +230,11 @@ def _print_report(report: Report) -> None:
     click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
     for index in report.indexes:
         click.echo(f"index {index.tag}: {index.status}" + (f" ({_first_line(index.reason)})" if index.reason else ""))
+    build_refs = [i.build_tag for i in report.items] + [i.build_tag for i in report.indexes]
+    for build_ref in filter(None, build_refs):
+        click.echo(f"build tag {build_ref} (never rewritten)")
+    for ref, why in report.untagged.items():
+        click.echo(f"no build tag for {ref}: {_first_line(why)}")
     for alias in report.aliases:
         click.echo(
             f"alias {alias.alias}: {alias.status}"

@@ -55,6 +55,7 @@ class IndexResult:
     reason: str = ""
     members: dict[str, str] | None = None  # platform -> image manifest digest
     aliases: list[str] | None = None  # the aliases written (or already naming this index)
+    build_tag: str = ""  # the never-rewritten tag this run gave the index (builder/publish/build_tags.py)
 
 
 def publish_index(

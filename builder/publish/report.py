@@ -27,6 +27,7 @@ class ItemResult:
     smoke: dict[str, int] = field(default_factory=dict)
     digest: str = ""
     security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
+    build_tag: str = ""  # the never-rewritten tag this run gave the pushed image (builder/publish/build_tags.py)
 
 
 NO_PUSH_INDEX = "--no-push: an index lives in a registry"
@@ -50,6 +51,7 @@ class Report:
         default_factory=list
     )  # multi-platform images (builder/pipeline/multiplatform.py)
     zstd: list[ZstdResult] = field(default_factory=list)  # --zstd: the zstd copies (builder/publish/zstd_copies.py)
+    untagged: dict[str, str] = field(default_factory=dict)  # pushed refs without a build tag: why (fails the run)
 
     @property
     def failed(self) -> bool:
@@ -57,7 +59,8 @@ class Report:
         held = any(i.status is AliasStatus.HELD and i.reason != NO_PUSH_INDEX for i in self.indexes)
         copies = any(z.status == "failed" for z in self.zstd)
         grown = any(a.over_budget for a in self.aliases)
-        return held or copies or grown or any(i.status == Status.FAILED for i in self.items)
+        failed = any(i.status == Status.FAILED for i in self.items)
+        return held or copies or grown or failed or bool(self.untagged)
 
     def as_json(self) -> dict[str, Any]:
         counts: dict[str, int] = defaultdict(int)
@@ -71,6 +74,7 @@ class Report:
             "aliases": [vars(a) for a in self.aliases],
             "indexes": [vars(i) for i in self.indexes],
             "zstd": [vars(z) for z in self.zstd],
+            "untagged": dict(self.untagged),
         }
 
 

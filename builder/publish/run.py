@@ -25,6 +25,7 @@ from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
 from builder.pipeline.registry import Registry
 from builder.publish.budget import DEFAULT_BUDGET, growth, over_budget
+from builder.publish.build_tags import stamp, today
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.report import (
     NO_PUSH_INDEX,
@@ -57,6 +58,8 @@ class PublishSettings:
     security_gate: SecurityGate | None = None  # --security-gate (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: images pushed normalized (builder/oci/normalize.py)
     size_budget: float | None = DEFAULT_BUDGET  # percent an alias's image may grow by; None: --allow-growth
+    build_tags: bool = True  # a never-rewritten <tag>-<YYYYMMDD> for each pushed image (builder/publish/build_tags.py)
+    build_day: str | None = None  # the day build tags carry (None: today, UTC)
 
 
 STOPPED = "interrupted before it finished"
@@ -104,6 +107,8 @@ def publish(
         written = {i.tag for i in indexes if i.status is not AliasStatus.HELD}
         aliases = _move_aliases(pplan, results, settings, engine_factory(), registry, log, written)
     report = Report(ordered, aliases, 0.0, indexes)
+    if settings.push and settings.build_tags and not settings.aliases_only:
+        stamp(report, settings.repo, registry_factory(settings.auth), settings.build_day or today(), log)
     if settings.zstd and settings.push:
         report.zstd = _zstd_copies(pplan, report, settings, registry_factory(settings.auth), log)
     report.seconds = time.monotonic() - start

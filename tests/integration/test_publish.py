@@ -146,6 +146,10 @@ def test_a_set_is_built_smoke_tested_and_pushed_then_aliases_move(
         flavor = alias.rsplit("-", 1)[1]
         image = next(i["ref"] for i in data["items"] if i["id"].endswith(f"-{flavor}"))
         assert _digest(reader, f"{repo}:{alias}") == _digest(reader, image), alias
+    for item in data["items"]:  # and each pushed image under its never-rewritten build tag, <tag>-<YYYYMMDD>
+        assert re.fullmatch(re.escape(item["ref"]) + r"-20\d{6}", item["build_tag"]), item
+        assert _digest(reader, item["build_tag"]) == _digest(reader, item["ref"])
+        assert f"build tag {item['build_tag']} (never rewritten)" in run.out
 
 
 def test_a_rerun_skips_everything_in_seconds(

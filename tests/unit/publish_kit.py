@@ -149,6 +149,7 @@ def run_publish(
 ) -> tuple[Report, list[str]]:
     """Plan and publish `fakes`' items (`every`: the whole set, for --only runs) into tmp_path/work; the report
     and the log lines."""
+    options.setdefault("build_tags", False)  # tests/unit/test_publish_build_tags.py turns them on
     settings = PublishSettings(repo=REPO, out_root=tmp_path / "work", **options)
     log: list[str] = []
     pplan = plan_publish(fakes.m, fakes.items, [], every)

@@ -97,9 +97,9 @@ def test_the_registry_login_reaches_every_registry_client(
     pplan = plan_publish(fakes.m, fakes.items, [])
     publish(pplan, settings, print, fakes.factory, registry_for)
     publish(pplan, replace(settings, aliases_only=True, zstd=False), print, fakes.factory, registry_for)
-    # the push check's, a client per group, the aliases', the zstd copies'; then --aliases-only: the push check's, the
-    # look-up of what is published, the aliases'
-    assert len(asked) == 1 + 3 + 1 + 1 + 1 + 1 + 1
+    # the push check's, a client per group, the aliases', the build tags', the zstd copies'; then --aliases-only: the
+    # push check's, the look-up of what is published, the aliases'
+    assert len(asked) == 1 + 3 + 1 + 1 + 1 + 1 + 1 + 1
     assert set(map(id, asked)) == {id(AUTH)}
 
 
