@@ -95,7 +95,7 @@ class Registry:
         current = self.client.manifest(ref, target_tag)
         if current is not None and current.digest == found.digest:
             return found.digest, False
-        return self.put(target, found), True
+        return self.client.put_manifest(ref, target_tag, found.raw, found.media_type), True
 
     # -- multi-platform images (builder/pipeline/multiplatform.py) ---------------------------------------------------
 
