@@ -51,6 +51,8 @@ def trust_options(func: F) -> F:
 
 def trust_settings(sign_key: Path | None, attest: bool, push: bool, matrix_path: str) -> TrustSettings | None:
     """None when nothing is to be attested; UsageError (2) for a bad key or a key without a push."""
+    from builder.cli.upstream_cmd import ca_bundle
+    from builder.lock.sbom_hashes import index_hasher
     from builder.trust.attest import TrustSettings
     from builder.trust.keys import signing_key
     from builder.trust.slsa import LOCAL_BUILDER, Material
@@ -70,4 +72,5 @@ def trust_settings(sign_key: Path | None, attest: bool, push: bool, matrix_path:
         facts={"matrix-commit": commit, "matrix-sha256": sha},
         builder_id=source or LOCAL_BUILDER,
         materials=(Material(uri, sha, "matrix.toml"),),
+        wheel_hashes=index_hasher(ca_bundle(None)),  # the SBOM's wheel sha256s from the build's indexes
     )

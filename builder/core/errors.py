@@ -79,3 +79,17 @@ class CannotTellError(TorchyardError):
     """A check could not run for an input not given (verify-image without --key): neither yes nor no."""
 
     exit_code = 6
+
+
+class NotReadyError(TorchyardError):
+    """A container torchyard started in the background never became ready (run --notebook: the server's health
+    check did not pass); the container was removed."""
+
+    exit_code = 4
+
+
+class LockChangedError(TorchyardError):
+    """A lock no longer holds: a pinned file is gone from its index, or the index serves it (or a newer build of
+    it) with another sha256 (lock check)."""
+
+    exit_code = 4

@@ -107,7 +107,7 @@ def write_file(path: Path, data: str | bytes, *, shown: Path | None = None) -> N
         raise UsageError(f"{shown or path}: cannot write: {exc.strerror or exc}") from None
 
 
-def write_report_file(path: Path, text: str) -> None:
+def write_report_file(path: Path, text: str | bytes) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

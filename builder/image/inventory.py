@@ -65,13 +65,25 @@ def license_of(meta: Any) -> str | None:
     return " AND ".join(sorted(set(classifiers))) or None
 
 
-def wheel_sha256(dist: Any) -> str | None:
-    """The sha256 of the archive a distribution was installed from, where the installer recorded one (PEP 610's
-    direct_url.json: URL and file installs). pip records none for an install from an index."""
+def direct_url(dist: Any) -> dict[str, Any]:
+    """PEP 610's direct_url.json ({} when the installer wrote none: an install from an index)."""
     try:
         data = json.loads(dist.read_text("direct_url.json") or "{}")
     except ValueError:
-        return None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def wheel_tags(dist: Any) -> list[str]:
+    """The tags the WHEEL file records (the wheel the distribution was installed from); [] when it has none."""
+    text = dist.read_text("WHEEL") or ""
+    return sorted(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:"))
+
+
+def wheel_sha256(dist: Any) -> str | None:
+    """The sha256 of the archive a distribution was installed from, where the installer recorded one (PEP 610's
+    direct_url.json: URL and file installs). pip records none for an install from an index."""
+    data = direct_url(dist)
     info = data.get("archive_info") or {}
     hashes = info.get("hashes") or {}
     legacy = str(info.get("hash") or "")
@@ -94,6 +106,8 @@ def distributions() -> list[dict[str, Any]]:
             "version": str(dist.version),
             "license": license_of(meta),
             "sha256": wheel_sha256(dist),
+            "tags": wheel_tags(dist),
+            "local": direct_url(dist).get("url"),
         }
     return sorted(seen.values(), key=lambda d: canonical(d["name"]))
 

@@ -4,6 +4,7 @@ holds it) turned into builder/trust's Target and facts, between the immutable ta
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 
 from builder import __version__
@@ -43,10 +44,11 @@ def attest_image(
 
     def contents() -> Inventory:
         stack = stack_of(observed) if observed else None
-        return read_inventory(engine, image or engine.pull(ref, auth).id, stack)
+        found = read_inventory(engine, image or engine.pull(ref, auth).id, stack)
+        first = (plan.spec.torch_index,) if plan.spec.torch_index else ()  # the index the venv stage installed from
+        return trust.wheel_hashes(found, first) if trust.wheel_hashes else found
 
-    facts = trust.facts | {"combination": plan.id, "flavor": target.flavor.value}
-    settings = TrustSettings(key=trust.key, facts=facts, builder_id=trust.builder_id, materials=trust.materials)
+    settings = replace(trust, facts=trust.facts | {"combination": plan.id, "flavor": target.flavor.value})
     return attest(Target(client=registry.client, repo=repo, manifest=manifest, subject=subject, contents=contents),
                   settings, build_facts(plan, target, trust, times))  # fmt: skip
 

@@ -37,6 +37,8 @@ class TrustSettings:
     facts: dict[str, str | None] = field(default_factory=dict)  # SBOM properties: matrix commit, combination
     builder_id: str = slsa.LOCAL_BUILDER
     materials: tuple[slsa.Material, ...] = ()  # matrix.toml, base images: the build adds the Dockerfile
+    # the SBOM's wheel hashes from the build's indexes (its torch index first): builder/lock/sbom_hashes.py
+    wheel_hashes: Callable[[Inventory, tuple[str, ...]], Inventory] | None = field(default=None, compare=False)
 
 
 def signing_key_of(trust: TrustSettings | None) -> SigningKey | None:

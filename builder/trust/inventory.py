@@ -30,7 +30,14 @@ class Distribution:
     name: str
     version: str
     license: str | None  # None: the distribution's metadata names none
-    sha256: str | None  # None: the installer recorded no archive hash (an install from an index)
+    sha256: str | None  # None: not recorded (no installer record, no index file of the build's indexes)
+    tags: tuple[str, ...] = ()  # the WHEEL file's tags (the wheel it was installed from); (): none recorded
+    local: str | None = None  # the URL PEP 610's direct_url.json names (an install from no index)
+    sha256_from: str | None = None  # where the sha256 is from: INSTALLER, or the index it was located on
+    sha256_file: str | None = None  # the index file it is the hash of (a wheel; the sdist of one built in the image)
+
+
+INSTALLER = "installer"  # sha256_from: the archive hash the installer recorded (PEP 610's direct_url.json)
 
 
 @dataclass(frozen=True)
@@ -74,12 +81,22 @@ def parse_inventory(data: dict[str, Any]) -> Inventory:
                           _text(p.get("source")))
             for p in dpkg
         )  # fmt: skip
-    dists = tuple(
-        Distribution(str(d["name"]), str(d["version"]), _text(d.get("license")), _text(d.get("sha256")))
-        for d in data.get("distributions") or []
-    )
+    dists = tuple(_distribution(d) for d in data.get("distributions") or [])
     stack = {str(k): _text(v) for k, v in dict(data.get("stack") or {}).items()}
     return Inventory(packages, dists, stack, str(data.get("python") or ""))
+
+
+def _distribution(d: dict[str, Any]) -> Distribution:
+    sha256 = _text(d.get("sha256"))
+    return Distribution(
+        str(d["name"]),
+        str(d["version"]),
+        _text(d.get("license")),
+        sha256,
+        tags=tuple(str(t) for t in d.get("tags") or ()),
+        local=_text(d.get("local")),
+        sha256_from=INSTALLER if sha256 else None,
+    )
 
 
 def _text(value: object) -> str | None:

@@ -1,6 +1,8 @@
 """An image's SBOM: CycloneDX 1.6 JSON (cyclonedx-python-lib) from its Inventory: every Debian package of the
 dpkg status database and every Python distribution, each with its version (and, for distributions, license and
-wheel sha256 where the image records them), the image as the described component, and the stack as properties.
+the sha256 of the file it was installed from: the installer's record, else the file the build's own indexes serve
+for exactly its name, version and wheel tags, builder/lock/sbom_hashes.py), the image as the described component,
+and the stack as properties; how many distributions have a sha256 and how many not, as two summary properties.
 
 A fact the image did not give is the property value "not recorded", never an empty or invented one. The SBOM is
 checked against the CycloneDX 1.6 JSON schema before it leaves (`validate`), and so is one read back by
@@ -17,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from builder.core.errors import BuildError
-from builder.trust.inventory import DebianPackage, Distribution, Inventory
+from builder.trust.inventory import INSTALLER, DebianPackage, Distribution, Inventory
 
 if TYPE_CHECKING:  # cyclonedx's model takes a fifth of a second to import: only where an SBOM is made
     from cyclonedx.model.component import Component
@@ -124,6 +126,9 @@ def _python(dists: Iterable[Distribution]) -> list[Component]:
             component.properties.add(Property(name="torchyard:license", value=NOT_RECORDED))
         if d.sha256:
             component.hashes.add(HashType(alg=HashAlgorithm.SHA_256, content=d.sha256))
+            component.properties.add(Property(name="torchyard:wheel-sha256:source", value=d.sha256_from or INSTALLER))
+            if d.sha256_file:
+                component.properties.add(Property(name="torchyard:wheel-sha256:file", value=d.sha256_file))
         else:
             component.properties.add(Property(name="torchyard:wheel-sha256", value=NOT_RECORDED))
         found.append(component)
@@ -134,4 +139,7 @@ def _properties(inventory: Inventory, facts: Mapping[str, str | None]) -> list[t
     stack = [(f"torchyard:stack:{key}", inventory.stack.get(key) or NOT_RECORDED) for key in STACK_KEYS]
     added = [(f"torchyard:{key}", value or NOT_RECORDED) for key, value in sorted(facts.items())]
     dpkg = [] if inventory.dpkg is not None else [("torchyard:dpkg", "no dpkg status database in the image")]
-    return [*stack, *added, *dpkg, ("torchyard:python", inventory.python or NOT_RECORDED)]
+    hashed = sum(1 for d in inventory.distributions if d.sha256)
+    counts = [("torchyard:wheel-sha256:recorded", str(hashed)),
+              ("torchyard:wheel-sha256:not-recorded", str(len(inventory.distributions) - hashed))]  # fmt: skip
+    return [*stack, *added, *dpkg, *counts, ("torchyard:python", inventory.python or NOT_RECORDED)]

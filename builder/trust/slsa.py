@@ -85,3 +85,21 @@ def _metadata(facts: BuildFacts) -> dict[str, str]:
         if moment is not None:
             found[key] = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return found
+
+
+def problem(predicate: object) -> str | None:
+    """What keeps `predicate` from being a SLSA v1 provenance predicate (None: nothing): a buildDefinition with a
+    string buildType and an object externalParameters, a runDetails whose builder has a string id."""
+    if not isinstance(predicate, dict):
+        return "no predicate object"
+    definition, details = predicate.get("buildDefinition"), predicate.get("runDetails")
+    if not isinstance(definition, dict) or not isinstance(definition.get("buildType"), str):
+        return "no buildDefinition.buildType"
+    if not isinstance(definition.get("externalParameters"), dict):
+        return "no buildDefinition.externalParameters object"
+    if not isinstance(definition.get("resolvedDependencies", []), list):
+        return "buildDefinition.resolvedDependencies is not a list"
+    builder = details.get("builder") if isinstance(details, dict) else None
+    if not isinstance(builder, dict) or not isinstance(builder.get("id"), str) or not builder["id"]:
+        return "no runDetails.builder.id"
+    return None

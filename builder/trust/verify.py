@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from builder.core.errors import BuildError, PushError
+from builder.core.errors import BuildError, PushError, TrustError, UsageError
+from builder.core.files import write_report_file
 from builder.oci.client import Distribution
 from builder.oci.referrers import att_tag
 from builder.oci.refs import ImageRef, RepoRef
@@ -43,6 +45,8 @@ class Check:
 class Verdict:
     ref: str
     checks: list[Check] = field(default_factory=list)
+    documents: dict[tuple[str, str], bytes] = field(default_factory=dict)  # (image digest, sbom|provenance): the
+    #                                           attached document, byte for byte, whose own checks passed
 
     @property
     def failed(self) -> list[Check]:
@@ -82,6 +86,8 @@ def _check_image(
             continue
         why = problem(attached[1], digest)
         verdict.checks.append(Check(digest, name, FAILED if why else PASSED, why or attached[0]))
+        if why is None:
+            verdict.documents[(digest, name)] = attached[1]
         verdict.checks.append(_signature(client, repo, attached[0], digest, key, f"{name} signature"))
     for name, media_type, problem in _KINDS:
         verdict.checks.append(_attestation(client, repo, digest, key, f"{name} attestation", media_type, problem))
@@ -145,8 +151,12 @@ def _provenance_problem(content: bytes, digest: str) -> str | None:
         statement = json.loads(content)
     except ValueError:
         return "the provenance is not JSON"
-    if statement.get("_type") != intoto.STATEMENT_TYPE or statement.get("predicateType") != slsa.PREDICATE_TYPE:
-        return f"not an in-toto v1 SLSA provenance statement ({statement.get('predicateType')!r})"
+    if not isinstance(statement, dict) or statement.get("predicateType") != slsa.PREDICATE_TYPE:
+        kind = statement.get("predicateType") if isinstance(statement, dict) else type(statement).__name__
+        return f"not an in-toto v1 SLSA provenance statement ({kind!r})"
+    wrong = intoto.problem(statement) or slsa.problem(statement.get("predicate"))
+    if wrong:
+        return f"not an in-toto v1 SLSA provenance statement: {wrong}"
     subjects = intoto.subject_digests(statement)
     return None if digest in subjects else f"the statement is about {', '.join(subjects)}, not {digest}"
 
@@ -155,3 +165,17 @@ _KINDS: tuple[tuple[str, str, Problem], ...] = (
     ("sbom", sbom.MEDIA_TYPE, _sbom_problem),
     ("provenance", slsa.MEDIA_TYPE, _provenance_problem),
 )
+
+
+def write_documents(verdict: Verdict, targets: dict[str, Path]) -> list[Path]:
+    """The verified documents written byte for byte, `targets` by kind (sbom, provenance); only for a verdict
+    that passed every check, about one image: TrustError or UsageError otherwise, and nothing written."""
+    if verdict.failed or verdict.unchecked:
+        raise TrustError(f"{verdict.ref}: not verified: nothing written to {', '.join(map(str, targets.values()))}")
+    images = sorted({digest for digest, _ in verdict.documents})
+    if len(images) != 1:
+        raise UsageError(f"{verdict.ref} is an index of {len(images)} images: --sbom and --provenance write one "
+                         f"image's documents; name one: {', '.join(images)}")  # fmt: skip
+    for kind, path in targets.items():
+        write_report_file(path, verdict.documents[(images[0], kind)])
+    return list(targets.values())

@@ -44,10 +44,18 @@ def _sys_path(tmp_path: Path) -> list[str]:
 
 
 # Sorted by canonical name ("zope-interface" after "torch", though "Z" sorts before "s"), each name as written.
+NO_WHEEL: dict[str, Any] = {"tags": [], "local": None}  # no WHEEL file, no direct_url.json
 DISTRIBUTIONS = [
-    {"name": "Six", "version": "1.17.0", "license": "MIT License", "sha256": None},
-    {"name": "Torch", "version": "2.14.1", "license": "BSD-3-Clause", "sha256": SHA},
-    {"name": "Zope.Interface", "version": "7.2", "license": None, "sha256": None},
+    {"name": "Six", "version": "1.17.0", "license": "MIT License", "sha256": None, **NO_WHEEL},
+    {
+        "name": "Torch",
+        "version": "2.14.1",
+        "license": "BSD-3-Clause",
+        "sha256": SHA,
+        "tags": [],
+        "local": "file:///wheels/torch.whl",
+    },
+    {"name": "Zope.Interface", "version": "7.2", "license": None, "sha256": None, **NO_WHEEL},
 ]
 
 
