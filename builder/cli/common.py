@@ -45,7 +45,10 @@ _SHARED = (
         default=Target.RUNTIME.value,
         show_default=True,
         metavar="|".join(t.value for t in Target),
-        help="Image(s): runtime, devel, inference (runtime + ONNX Runtime), or all the combination can have.",
+        help=(
+            "Image(s): runtime, devel, inference (runtime + ONNX Runtime), notebook (runtime + JupyterLab), or all "
+            "the combination can have (all: every one but notebook)."
+        ),
     ),
     click.option(
         "--repo",

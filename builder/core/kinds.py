@@ -32,6 +32,13 @@ class Flavor(StrEnum):
     RUNTIME = "runtime"
     DEVEL = "devel"
     INFERENCE = "inference"  # runtime + torch.onnx's exporter packages + ONNX Runtime
+    NOTEBOOK = "notebook"  # runtime + JupyterLab, a non-root user, docker-stacks' start contract
+
+    @classmethod
+    def family(cls) -> tuple[Flavor, ...]:
+        """What `--target all` and a publish entry without `flavors` mean: every flavor but the notebook, which
+        is asked for by name (a family does not grow a JupyterLab image unasked)."""
+        return tuple(f for f in cls if f is not cls.NOTEBOOK)
 
 
 class Target(StrEnum):
@@ -40,10 +47,11 @@ class Target(StrEnum):
     RUNTIME = "runtime"
     DEVEL = "devel"
     INFERENCE = "inference"
+    NOTEBOOK = "notebook"
     ALL = "all"
 
     def flavors(self) -> tuple[Flavor, ...]:
-        return tuple(Flavor) if self is Target.ALL else (Flavor(self.value),)
+        return Flavor.family() if self is Target.ALL else (Flavor(self.value),)
 
 
 class Strategy(StrEnum):

@@ -345,4 +345,5 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "nvidia_wheel": (("package", "versions", "platform_tags", "via", "note"), "package"),
     "onnx_tool": (("name", "version", "python", "torch", "platforms"), "name"),
+    "notebook_tool": (("name", "version", "python"), "name"),
 }

@@ -46,6 +46,7 @@ _TOP = (
     "publish",
     "onnxruntime",
     "onnx_tool",
+    "notebook_tool",
     "nvidia_wheel",
 )
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
@@ -120,6 +121,7 @@ def _build(ctx: Context, doc: dict[str, Any]) -> Matrix:
         publish=parse_publish(ctx, doc.get("publish", [])),
         onnxruntime=array("onnxruntime", oe.onnxruntime, lambda e: e.id),
         onnx_tools=array("onnx_tool", oe.onnx_tool, lambda e: e.name),
+        notebook_tools=array("notebook_tool", oe.notebook_tool, lambda e: e.name),
         nvidia_wheels=array("nvidia_wheel", wf.nvidia_wheel, wf.ident),
     )
 

@@ -333,6 +333,17 @@ class OnnxTool:
 
 
 @dataclass(frozen=True, kw_only=True)
+class NotebookTool:
+    """A package of the notebook image (JupyterLab, ipykernel, ipywidgets), pinned: a combination whose Python its
+    Requires-Python refuses has no notebook image."""
+
+    name: str
+    version: Version
+    python: SpecifierSet  # its Requires-Python
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class Matrix:
     """Everything matrix.toml says, validated."""
 
@@ -353,4 +364,5 @@ class Matrix:
     publish: tuple[PublishEntry, ...] = ()
     onnxruntime: tuple[OnnxRuntime, ...] = ()
     onnx_tools: tuple[OnnxTool, ...] = ()
+    notebook_tools: tuple[NotebookTool, ...] = ()
     nvidia_wheels: tuple[NvidiaWheel, ...] = ()

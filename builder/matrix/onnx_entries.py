@@ -1,6 +1,6 @@
-"""The inference images' facts in matrix.toml: [[onnxruntime]] (ONNX Runtime releases on PyPI, with the CUDA and
-cuDNN majors they are built for and, per platform, the GPU code of their CUDA provider) and [[onnx_tool]]
-(torch.onnx's exporter packages)."""
+"""The inference and notebook images' facts in matrix.toml: [[onnxruntime]] (ONNX Runtime releases on PyPI, with the
+CUDA and cuDNN majors they are built for and, per platform, the GPU code of their CUDA provider), [[onnx_tool]]
+(torch.onnx's exporter packages) and [[notebook_tool]] (JupyterLab, ipykernel, ipywidgets)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from builder.core.kinds import Platform
 from builder.matrix import reader as r
 from builder.matrix.entries import python_list
-from builder.matrix.model import OnnxRuntime, OnnxTool, WheelCode
+from builder.matrix.model import NotebookTool, OnnxRuntime, OnnxTool, WheelCode
 from builder.matrix.reader import Entry
 
 _ORT_PACKAGES = ("onnxruntime", "onnxruntime-gpu")
@@ -71,6 +71,15 @@ def _code(e: Entry, platform: Platform, prefix: str) -> WheelCode:
         wheel=wheel,
         sha256=sha256,
         sources=sub.get("source", r.sources),
+    )
+
+
+def notebook_tool(e: Entry) -> NotebookTool:
+    return NotebookTool(
+        name=e.get("name", r.text),
+        version=e.get("version", r.version),
+        python=e.get("python", r.spec),
+        sources=e.get("source", r.sources),
     )
 
 

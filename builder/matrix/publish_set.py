@@ -81,7 +81,7 @@ def _entry(e: Entry) -> PublishEntry:
         variants=e.get("variants", r.text_list, (PYPI_DEFAULT,)),
         python=e.get("python", _pythons, (SYSTEM_PYTHON,)),
         os=e.get("os", r.text_list),
-        flavors=e.get("flavors", _choices(Flavor), tuple(Flavor)),
+        flavors=e.get("flavors", _choices(Flavor), Flavor.family()),
         strategy=e.get("strategy", _choice(Strategy), Strategy.WHEELS),
         installer=e.get("installer", _optional(_choice(Installer)), None),
         archs=e.get("archs", r.arch_list, ()),

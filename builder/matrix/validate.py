@@ -96,6 +96,7 @@ def _check_sources(m: Matrix, ctx: Context) -> None:
         ("gpu_product", [(e.name, e.sources) for e in m.gpu_products]),
         ("onnxruntime", [(e.id, e.sources) for e in m.onnxruntime]),
         ("onnx_tool", [(e.name, e.sources) for e in m.onnx_tools]),
+        ("notebook_tool", [(e.name, e.sources) for e in m.notebook_tools]),
     ]
     for key, entries in tables:
         for i, (name, cited) in enumerate(entries):

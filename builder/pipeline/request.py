@@ -86,6 +86,10 @@ def select_flavors(plan: Plan, target: Target) -> tuple[tuple[Flavor, ...], tupl
             plan.target(flavor)
         return flavors, ()
     missing = dict(plan.unavailable)
-    kept = tuple(f for f in Flavor if f not in missing)
-    notes = tuple(f"--target all: no {f.value} image for {plan.id}: {reason}" for f, reason in plan.unavailable)
+    kept = tuple(f for f in Flavor.family() if f not in missing)
+    notes = tuple(
+        f"--target all: no {f.value} image for {plan.id}: {reason}"
+        for f, reason in plan.unavailable
+        if f in Flavor.family()
+    )
     return kept, notes

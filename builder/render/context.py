@@ -230,7 +230,7 @@ def labels(
     archs: tuple[Arch, ...],
     min_driver: str | None,
     options: RenderOptions,
-    inference_pip: tuple[str, ...] = (),
+    stage_pip: tuple[str, ...] = (),
 ) -> list[tuple[str, str]]:
     v = c.variant
     ours = {
@@ -257,8 +257,8 @@ def labels(
         "io.torchyard.flavor": flavor.value,
         LAYERS_LABEL: layer_plan(c).label(),
     }
-    if flavor is Flavor.INFERENCE:  # what the inference stage adds on top of the venv, as pinned
-        ours["io.torchyard.inference"] = " ".join(inference_pip)
+    if flavor in (Flavor.INFERENCE, Flavor.NOTEBOOK):  # what the stage adds on top of the venv, as pinned
+        ours[f"io.torchyard.{flavor.value}"] = " ".join(stage_pip)
     ours |= dict(options.family_labels)  # checked when matrix.toml was read
     for key, value in options.labels:
         safety.check("--label", key, safety.LABEL_KEY, "team=vision")

@@ -11,6 +11,7 @@ from builder.core.versions import minor_str
 from builder.image.pip_guard import CONSTRAINTS
 from builder.render.additions import Additions
 from builder.render.layers import LayerPlan
+from builder.render.notebook import notebook_context
 from builder.render.options import Extension
 from builder.render.reqtypes import REQ_CONTEXT, REQ_MOUNT
 from builder.render.spec import ImageSpec
@@ -25,6 +26,8 @@ def dockerfile_context(spec: ImageSpec) -> dict[str, Any]:
         "devel": Flavor.DEVEL in available,
         "inference": Flavor.INFERENCE in available,
         "inference_pip": list(spec.inference_pip),
+        "notebook": notebook_context() if Flavor.NOTEBOOK in available else None,
+        "notebook_pip": list(spec.notebook_pip),
         "combo": {
             "id": c.id,
             "torch_local": c.local_version,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.version import Version
+
 from builder.core import safety
 from builder.core.archs import Arch
 from builder.core.errors import RenderError
@@ -71,6 +73,7 @@ class ImageSpec:
     user: ImageUser | None
     layers: LayerPlan
     inference_pip: tuple[str, ...]  # inference: the exporter's packages and ONNX Runtime, pinned; () without it
+    notebook_pip: tuple[str, ...]  # notebook: JupyterLab, ipykernel, ipywidgets, pinned; () without it
     targets: tuple[TargetSpec, ...]  # every flavor this combination can have
     unavailable: tuple[tuple[Flavor, str], ...]  # flavors it cannot have, and why
 
@@ -107,7 +110,9 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
     bases = mirrored(pinned(ctx.bases(m, c, options.strategy), options.base_lock, c.platform), options.registry_mirror)
     nvcc, unavailable = _toolkit(c, options)
     inference_pip, no_inference = _inference(m, c)
-    unavailable += no_inference
+    notebook_pip, no_notebook = _notebook(m, c)
+    unavailable += no_inference + no_notebook
+    stage_pip = {Flavor.INFERENCE: inference_pip, Flavor.NOTEBOOK: notebook_pip}
     floor = min_driver(f, c)
     custom = archs if options.archs else ()
     extras = tags_.extras_id(options)
@@ -115,7 +120,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         TargetSpec(
             flavor=flavor,
             tags=tags_.image_tags(m, c, flavor, options.strategy, custom, extras),
-            labels=tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options, inference_pip)),
+            labels=tuple(ctx.labels(c, flavor, options.strategy, archs, floor, options, stage_pip.get(flavor, ()))),
         )
         for flavor in Flavor
         if flavor not in dict(unavailable)
@@ -146,6 +151,7 @@ def image_spec(m: Matrix, c: Combination, options: RenderOptions) -> ImageSpec:
         user=_user(options),
         layers=layer_plan(c),
         inference_pip=inference_pip,
+        notebook_pip=notebook_pip,
         targets=targets,
         unavailable=unavailable,
     )
@@ -179,6 +185,19 @@ def _inference(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[
     if found.release is None:
         return (), ((Flavor.INFERENCE, f"no ONNX Runtime for it: {found.reason}"),)
     return onnx.packages(m, c, found), ()
+
+
+def _notebook(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[Flavor, str], ...]]:
+    """The notebook image's pinned packages ([[notebook_tool]]), or why the combination has none: a pin whose
+    Requires-Python refuses the combination's Python."""
+    refused = next((t for t in m.notebook_tools if Version(c.python) not in t.python), None)
+    if refused is not None:
+        where = ", ".join(m.sources[s].url for s in refused.sources if s in m.sources)
+        reason = f"{refused.name} {refused.version} requires Python {refused.python} ({where}), not {c.python}"
+        return (), ((Flavor.NOTEBOOK, reason),)
+    if not m.notebook_tools:
+        return (), ((Flavor.NOTEBOOK, "matrix.toml pins no notebook packages ([[notebook_tool]])"),)
+    return tuple(f"{t.name}=={t.version}" for t in m.notebook_tools), ()
 
 
 def _checked(e: Extension) -> Extension:

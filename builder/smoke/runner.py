@@ -45,6 +45,7 @@ _MODULES = (
     "checks_determinism",
     "checks_profiler",
     "checks_onnx",
+    "checks_notebook",
 )
 
 

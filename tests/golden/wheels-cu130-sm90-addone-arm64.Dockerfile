@@ -3,7 +3,7 @@
 # torch 2.14.1+cu130, torchvision 0.29.1, torchaudio 2.11.1
 # CUDA 13.0, cuDNN 9.24.0.43, NCCL 2.30.7
 # strategy: wheels, architectures: 9.0
-# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference -f Dockerfile .
+# Build with BuildKit: DOCKER_BUILDKIT=1 docker build --target runtime|devel|inference|notebook -f Dockerfile .
 
 # ---- os-files: the runtime system packages, installed, as a tree of what the install wrote -----------
 FROM debian:bookworm-slim AS os-files
@@ -104,7 +104,7 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
 # ---- manifests: each image's manifest, with the packages the build stage found in each venv layer ------
 FROM os AS manifests
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
-COPY manifest-runtime.json manifest-devel.json manifest-inference.json /opt/torchyard/manifests/
+COPY manifest-runtime.json manifest-devel.json manifest-inference.json manifest-notebook.json /opt/torchyard/manifests/
 RUN --mount=type=bind,from=build,source=/layers/layers.json,target=/tmp/layers.json \
     --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
     python3 /tmp/venv_layers.py manifest /tmp/layers.json /opt/torchyard/manifests
@@ -328,3 +328,84 @@ LABEL io.torchyard.arch-list="sm_90" \
       org.opencontainers.image.version="2.14.1+cu130"
 ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["python"]
+
+# ---- notebook: runtime + JupyterLab, ipykernel, ipywidgets on the shared venv; docker-stacks' start contract ----
+# A non-root user jovyan (1000, group users 100), start.sh (NB_UID / NB_GID / NB_USER when started as
+# root, hooks), start-notebook.sh (JUPYTER_PORT, JUPYTER_BASE_URL, JUPYTER_TOKEN, NOTEBOOK_ARGS, RESTARTABLE), a
+# HEALTHCHECK on the server's /api. The venv's folders (not its files) are group 100 and group-writable:
+# `%pip install` works as the user, under the image's constraints (docs/render.md, The notebook image).
+FROM venv AS notebook
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+RUN --mount=type=bind,from=extensions,source=/opt/torchyard/wheels,target=/tmp/wheels \
+    /opt/venv/bin/pip install --no-cache-dir --no-deps --no-index /tmp/wheels/*.whl
+RUN set -eu; \
+    old_user="$(getent passwd 1000 | cut -d: -f1 || true)"; \
+    if [ -n "${old_user}" ]; then userdel --remove "${old_user}"; fi; \
+    getent group 100 >/dev/null || groupadd --gid 100 users; \
+    useradd --no-log-init --create-home --home-dir /home/jovyan --uid 1000 --gid 100 \
+      --shell /bin/bash jovyan; \
+    mkdir -p /home/jovyan/work /usr/local/bin/start-notebook.d /usr/local/bin/before-notebook.d; \
+    chown -R 1000:100 /home/jovyan; \
+    chmod -R g+rwX /home/jovyan; \
+    chmod 0775 /home/jovyan; \
+    find /home/jovyan -type d -exec chmod g+s {} +
+RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
+    --mount=type=bind,from=uv,source=/opt/uv/bin/uv,target=/usr/local/bin/uv \
+    --mount=type=bind,source=venv_layers.py,target=/tmp/venv_layers.py \
+    --mount=type=secret,id=cacert \
+    --mount=type=secret,id=pipconf \
+    set -eu; \
+    export UV_CACHE_DIR=/root/.cache/uv UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_NO_PROGRESS=1 \
+      UV_INDEX_STRATEGY=unsafe-best-match; \
+    if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
+    if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
+    uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'jupyterlab==4.6.6' 'ipykernel==7.4.0' 'ipywidgets==8.1.9'; \
+    find /opt/venv -type d \( ! -group 100 -o ! -perm -g+ws \) -exec chgrp 100 {} + -exec chmod g+ws {} +
+COPY --chmod=0755 notebook/start.sh /usr/local/bin/start.sh
+COPY --chmod=0755 notebook/start-notebook.sh /usr/local/bin/start-notebook.sh
+COPY --chmod=0755 notebook/notebook-healthcheck.py /usr/local/bin/notebook-healthcheck.py
+COPY --from=manifests /opt/torchyard/manifests/manifest-notebook.json /etc/torchyard/manifest.json
+COPY smoke /opt/torchyard/smoke
+ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    VIRTUAL_ENV=/opt/venv \
+    PIP_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    UV_CONSTRAINT=/opt/torchyard/image-constraints.txt \
+    NVIDIA_DRIVER_CAPABILITIES="compute,utility" \
+    NVIDIA_REQUIRE_CUDA="cuda>=13.0" \
+    NVIDIA_VISIBLE_DEVICES="all"
+LABEL io.torchyard.arch-list="sm_90" \
+      io.torchyard.combination="torch2.14.1-cu130-py3.11-debian12-arm64" \
+      io.torchyard.cuda="13.0" \
+      io.torchyard.cudnn="9.24.0.43" \
+      io.torchyard.extensions="addone" \
+      io.torchyard.flavor="notebook" \
+      io.torchyard.layers="venv cuda-runtime.1=cuda-toolkit==13.0.3 cuda-runtime.2=cuda-toolkit==13.0.3 cuda-runtime.3=cuda-toolkit==13.0.3 cuda-runtime.4=cuda-toolkit==13.0.3 pinned.1 pinned.2 pinned.3 pinned.4 pinned.5 pinned.6 cudnn=9.24.0.43 nccl=2.30.7 torch=2.14.1 packages" \
+      io.torchyard.min-driver="580.65.06" \
+      io.torchyard.nccl="2.30.7" \
+      io.torchyard.notebook="jupyterlab==4.6.6 ipykernel==7.4.0 ipywidgets==8.1.9" \
+      io.torchyard.os="debian12" \
+      io.torchyard.python="3.11" \
+      io.torchyard.strategy="wheels" \
+      io.torchyard.torch="2.14.1+cu130" \
+      io.torchyard.torchaudio="2.11.1" \
+      io.torchyard.torchvision="0.29.1" \
+      io.torchyard.version="0.1.0" \
+      org.opencontainers.image.description="PyTorch 2.14.1+cu130 on debian12, Python 3.11" \
+      org.opencontainers.image.licenses="BSD-3-Clause AND LicenseRef-NVIDIA-Proprietary" \
+      org.opencontainers.image.title="torchyard 2.14.1+cu130 notebook" \
+      org.opencontainers.image.vendor="torchyard" \
+      org.opencontainers.image.version="2.14.1+cu130"
+ENV NB_USER=jovyan \
+    NB_UID=1000 \
+    NB_GID=100 \
+    HOME=/home/jovyan \
+    SHELL=/bin/bash \
+    JUPYTER_PORT=8888
+EXPOSE 8888
+# Healthy only while the server answers GET http://127.0.0.1:${JUPYTER_PORT}${JUPYTER_BASE_URL:-/}api with 200.
+HEALTHCHECK --interval=3s --timeout=2s --start-period=20s --retries=3 \
+    CMD ["/opt/venv/bin/python", "/usr/local/bin/notebook-healthcheck.py"]
+USER 1000:100
+WORKDIR /home/jovyan/work
+ENTRYPOINT ["/usr/bin/tini", "--"]
+CMD ["start-notebook.sh"]

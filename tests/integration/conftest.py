@@ -188,3 +188,19 @@ def signed(e2e: E2E, tmp_path_factory: pytest.TempPathFactory) -> Signed:
     run = torchyard("build", *args, "--sign-key", str(key), env={"TORCHYARD_REGISTRY_PASSWORD": registry_password()})
     assert run.code == 0, run.text[-3000:]
     return Signed(e2e.ref("runtime"), key, public, run, folder / "out")
+
+
+@pytest.fixture(scope="session")
+def notebook(e2e: E2E, canary: Canary, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Issue 41's notebook image of the e2e combination (the e2e build's flags: its build cache), built and
+    smoke-tested, not pushed: its local image reference."""
+    out = tmp_path_factory.mktemp("notebook") / E2E_ID
+    run = torchyard(
+        "build", *E2E_FLAGS, "--arch", "sm_89", "--extension", "examples/addone", "--target", "notebook",
+        "--ca-bundle", str(canary.bundle), "--no-host-settings", "-o", str(out),
+    )  # fmt: skip
+    assert run.code == 0, run.text[-4000:]
+    for line in run.out.splitlines():
+        if line.startswith("notebook ") and " built " in line:
+            return line.split()[2]
+    raise AssertionError(f"no built notebook image in:\n{run.out}")

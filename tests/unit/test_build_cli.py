@@ -208,7 +208,7 @@ def test_bad_build_arguments_are_one_line_and_exit_2(
 def test_an_unknown_target_is_refused_with_the_choices(cli: Cli, engines: Engines) -> None:
     r = cli("build", *PIN, "--target", "debug")
     assert (r.code, r.out) == (2, "")
-    assert r.err == "torchyard: error: --target: 'debug' is not one of runtime, devel, inference, all\n"
+    assert r.err == "torchyard: error: --target: 'debug' is not one of runtime, devel, inference, notebook, all\n"
 
 
 # --- real builds against the fake engine -----------------------------------------------------------------------
@@ -335,7 +335,7 @@ def smoke_engine(engines: Engines, ours: bool = True) -> FakeEngine:
         (
             ("--only", "gpu.", "--only", "gpus"),
             "--only 'gpus': no check's name starts with it (e.g. arch., compile., ddp., determinism., devel., "
-            "gpu., import., libs., onnx., profiler., train., version.)",
+            "gpu., import., libs., notebook., onnx., profiler., train., version.)",
         ),
         (("--only", ""), "--only '': an empty prefix names no check (leave --only out to run every check)"),
     ],

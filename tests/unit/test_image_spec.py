@@ -17,8 +17,8 @@ from builder.pipeline import plan as plan_module
 from builder.render import context, spec, tags
 
 BUILDER = Path(__file__).resolve().parents[2] / "builder"
-CU130 = "torch2.14.1-cu130-py3.11-debian12"  # runtime and devel
-CU124 = "torch2.5.1-cu124-py3.11-debian12"  # runtime only with --strategy wheels (devel unavailable)
+CU130 = "torch2.14.1-cu130-py3.11-debian12"  # runtime, devel, inference, notebook
+CU124 = "torch2.5.1-cu124-py3.11-debian12"  # runtime, inference, notebook with --strategy wheels (no devel)
 # The helpers of context.py that answer one question per image (labels answers one per flavor).
 ONCE = (
     "archs_for",
@@ -57,7 +57,7 @@ def _counting(monkeypatch: pytest.MonkeyPatch, module: Any, names: tuple[str, ..
         monkeypatch.setattr(module, name, counted)
 
 
-@pytest.mark.parametrize(("ident", "flavors"), [(CU130, 3), (CU124, 2)])
+@pytest.mark.parametrize(("ident", "flavors"), [(CU130, 4), (CU124, 3)])
 def test_make_plan_builds_one_spec_and_asks_each_helper_once(
     monkeypatch: pytest.MonkeyPatch, ident: str, flavors: int
 ) -> None:
@@ -68,7 +68,7 @@ def test_make_plan_builds_one_spec_and_asks_each_helper_once(
     made = plan_module.make_plan(matrix(), combination(ident), options(user="torch", extra_pip=("numpy<2",)))
     assert len(made.targets) == flavors
     assert calls["image_spec"] == 1
-    toolkit = flavors == 3  # CU124 (wheels) has no devel: without its toolkit there is no CUDA home to ask for
+    toolkit = ident == CU130  # CU124 (wheels) has no devel: without its toolkit there is no CUDA home to ask for
     assert {name: calls[name] for name in ONCE} == dict.fromkeys(ONCE, 1) | {"cuda_home": int(toolkit)}
     assert calls["extras_id"] == 1
     assert calls["labels"] == calls["image_tags"] == flavors

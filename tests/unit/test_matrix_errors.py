@@ -512,7 +512,8 @@ CASES = [
     _publish(
         "publish-unknown-flavor",
         'flavors = ["runtim"]\n',
-        "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel, inference (did you mean 'runtime'?)",
+        "{line}: publish[team].flavors: 'runtim' is not one of runtime, devel, inference, notebook "
+        "(did you mean 'runtime'?)",
         'flavors = ["runtim"]',
     ),
     _publish(

@@ -104,7 +104,7 @@ def test_every_arch_in_a_torch_build_is_targetable_by_its_cuda() -> None:
 def test_every_source_is_used_and_every_cited_source_exists() -> None:
     cited: set[str] = set()
     tables = (M.cuda_majors, M.driver_branches, M.cuda, M.archs, M.cudnn, M.os, M.cuda_images, M.gpu_products)
-    for table in (*tables, M.onnxruntime, M.onnx_tools, M.nvidia_wheels):
+    for table in (*tables, M.onnxruntime, M.onnx_tools, M.notebook_tools, M.nvidia_wheels):
         for entry in table:
             cited.update(entry.sources)
     cited.update(s for ort in M.onnxruntime for code in ort.code for s in code.sources)

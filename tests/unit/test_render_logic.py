@@ -155,9 +155,12 @@ def test_cuda_base_runtime_is_the_base_image_and_devel_the_cudnn_devel_image() -
 def test_wheels_devel_for_cuda12_is_unavailable_with_its_reason() -> None:
     p = plan(CU124)
     assert p.unavailable == ((Flavor.DEVEL, NO_DEVEL_12_4),)
-    assert [t.flavor for t in p.targets] == [Flavor.RUNTIME, Flavor.INFERENCE]  # onnxruntime-gpu 1.23.2 (CUDA 12)
-    assert stages(p.dockerfile) == ["os-files", "os", "uv", "build", "manifests", "venv", "runtime", "inference"]
-    pip = ["os-files", "os", "build", "manifests", "venv", "runtime", "inference"]
+    # onnxruntime-gpu 1.23.2 (CUDA 12); the notebook's pins take Python 3.11
+    assert [t.flavor for t in p.targets] == [Flavor.RUNTIME, Flavor.INFERENCE, Flavor.NOTEBOOK]
+    assert stages(p.dockerfile) == [
+        "os-files", "os", "uv", "build", "manifests", "venv", "runtime", "inference", "notebook"
+    ]  # fmt: skip
+    pip = ["os-files", "os", "build", "manifests", "venv", "runtime", "inference", "notebook"]
     assert stages(plan(CU124, installer=Installer.PIP).dockerfile) == pip
     with pytest.raises(RenderError) as exc:
         p.target(Flavor.DEVEL)
@@ -212,8 +215,10 @@ def test_a_user_is_created_with_uid_1000_after_freeing_it() -> None:
     assert run.index("userdel") < run.index("groupadd --gid 1000 torch") < run.index("useradd")
     for stage in ("runtime", "devel"):
         assert ("USER", "1000:1000") in instructions(p.dockerfile, stage)
+    assert ("USER", "1000:100") in instructions(p.dockerfile, "notebook")  # jovyan takes uid 1000 there
     default = plan("torch2.14.1-cu130-py3.12-ubuntu24.04").dockerfile
-    assert not any(keyword == "USER" or "useradd" in args for keyword, args in instructions(default))  # root
+    for stage in ("os", "runtime", "devel", "inference"):  # root; the notebook stage has its own user
+        assert not any(keyword == "USER" or "useradd" in args for keyword, args in instructions(default, stage))
 
 
 # --- tags ------------------------------------------------------------------------------------------------
@@ -288,6 +293,8 @@ def test_labels_carry_every_version_of_the_combination() -> None:
             # ORT's CUDA provider links libcurand: cuda-toolkit[curand] at torch 2.14.1+cu130's pin, 13.0.3
             {"inference": "onnx==1.23.2 onnxscript==0.7.2 cuda-toolkit[curand]==13.0.3 onnxruntime-gpu==1.31.1"}
             if flavor is Flavor.INFERENCE
+            else {"notebook": "jupyterlab==4.6.6 ipykernel==7.4.0 ipywidgets==8.1.9"}
+            if flavor is Flavor.NOTEBOOK
             else {}
         )
         assert labels["org.example.team"] == "vision"
@@ -389,6 +396,8 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         "manifest-runtime.json",
         "manifest-devel.json",
         "manifest-inference.json",
+        "manifest-notebook.json",
+        "notebook",
         "smoke",
         "venv-layers.json",
         "venv_layers.py",
@@ -409,7 +418,9 @@ def test_json_prints_the_plan_it_writes(render: Any, tmp_path: Path) -> None:
     assert data["id"] == CU124_UBUNTU
     assert data["base_images"] == ["nvidia/cuda:12.4.1-base-ubuntu22.04", "nvidia/cuda:12.4.1-cudnn-devel-ubuntu22.04"]
     assert set(data["targets"]) == {"runtime", "devel", "inference"}
-    assert data["unavailable"] == {}
+    assert data["unavailable"] == {
+        "notebook": "ipykernel 7.4.0 requires Python >=3.11 (https://pypi.org/project/ipykernel/7.4.0/), not 3.10"
+    }
 
 
 def test_an_unavailable_devel_target_exits_2_with_one_line(render: Any, tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ def test_the_gpu_checks_are_the_ones_the_issue_names() -> None:
         "gpu.gemm",
         "gpu.memory",
         "gpu.nccl",
+        "gpu.notebook",  # issue 41 (notebook images)
         "gpu.onnx",  # issue 20 (inference images)
         "gpu.profiler",  # issue 20
         "gpu.sdpa",

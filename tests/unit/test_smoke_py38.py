@@ -38,6 +38,9 @@ THIRD_PARTY = {
     "onnx",
     "onnxruntime",
     "numpy",
+    # the notebook checks (checks_notebook.py): jupyter_client comes with the notebook image's ipykernel, imported
+    # inside a check that runs only in a notebook image
+    "jupyter_client",
     "builder",
     "pip",  # image/pip_guard.py is the venv's pip launcher: it runs in the venv that holds pip
 }

@@ -174,6 +174,10 @@ def test_the_plan_carries_the_id_into_every_tag() -> None:
             "2.14.1-cuda13.0-cudnn9-py3.11-debian12-inference-sm89-x87ade0f8",
             "2.14-cuda13.0-py3.11-debian12-inference-sm89-x87ade0f8",
         ),
+        (
+            "2.14.1-cuda13.0-cudnn9-py3.11-debian12-notebook-sm89-x87ade0f8",
+            "2.14-cuda13.0-py3.11-debian12-notebook-sm89-x87ade0f8",
+        ),
     ]
 
 
