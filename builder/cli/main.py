@@ -55,6 +55,9 @@ _COMMANDS = {
     "run": ("builder.cli.run_cmd:run_cmd",
             "Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at "
             "/workspace and your UID:GID."),
+    "devcontainer": ("builder.cli.devcontainer_cmd:devcontainer_cmd",
+                     "Write .devcontainer/devcontainer.json for this machine: the notebook image found here and this "
+                     "engine's GPU flags."),
     "verify-image": ("builder.cli.verify_cmd:verify_cmd",
                      "Check that REF (repo:tag or repo@digest) is signed with the team's key and carries an SBOM and "
                      "a SLSA provenance statement about its exact digest, each signed too, as OCI referrers and as "

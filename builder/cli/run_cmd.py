@@ -1,5 +1,6 @@
 """`torchyard run [--here | IMAGE] [-- [DOCKER-RUN-OPTIONS... --] CMD...]`: the image for this machine (or the
-one given), found, pulled or built, started with the GPUs, the workspace and the caller's user."""
+one given), found, pulled or built, started with the GPUs, the workspace and the caller's user; `--notebook`: the
+notebook image, its server started in the background and its URL printed (builder.host.notebook_launch)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from builder.cli.options import image_reference, matrix_of, repository
 from builder.cli.project_flags import confirm, project_of, project_options, project_wish
 from builder.core import env
 from builder.core.errors import UsageError
+from builder.core.kinds import Flavor
+from builder.engine.detached import Detached
 from builder.engine.interactive import docker_run_argv, run_container
 from builder.host.identity import caller
-from builder.host.launch import Launch, RunRequest, obtain, prepare
+from builder.host.launch import Launch, RunImages, RunRequest, obtain, prepare
+from builder.host.notebook_launch import PORT, follow_notebook, notebook_spec, refuse_for_notebook, start_notebook
 from builder.host.probe import probe
 from builder.host.project_here import (
     ProjectHere,
@@ -31,7 +35,9 @@ from builder.host.project_here import (
 )
 from builder.host.runtime import read_runtime
 from builder.host.system import RealSystem
+from builder.matrix.model import Matrix
 from builder.project.image import project_name
+from builder.project.settle import Project
 from builder.resolve.query import RawQuery
 
 AFTER = "torchyard.after"  # ctx.meta key: the arguments after the first `--`
@@ -88,12 +94,18 @@ def _shm_size(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("-y", "--yes", is_flag=True, help="Build the chosen image without asking when it is nowhere.")
 @click.option("--force", is_flag=True, help="Run an IMAGE that will not run on this machine.")
 @click.option("--dry-run", is_flag=True, help="Print the docker run line and exit.")
+@click.option("--notebook", is_flag=True,
+              help="The notebook image: JupyterLab in the background, its URL with a token printed.")  # fmt: skip
+@click.option("--port", type=click.IntRange(1, 65535), default=PORT, show_default=True,
+              help="--notebook: the port on 127.0.0.1 the server is published on.")  # fmt: skip
+@click.option("--detach", is_flag=True, help="--notebook: print the URL and leave it running (docker rm -f NAME).")
 @project_options
 @click.pass_context
 def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     """Start the image for this machine (or IMAGE) with the GPUs, --ipc=host, the current folder at
     /workspace and your UID:GID. After `--`: the command (default: a shell); docker run options first, when
-    given, ended by a second `--` (torchyard run -- -p 8000:8000 -- python -m http.server 8000)."""
+    given, ended by a second `--` (torchyard run -- -p 8000:8000 -- python -m http.server 8000). With
+    --notebook: JupyterLab in the notebook image, the current folder at /home/jovyan/work, its URL printed."""
     from builder.engine.quick import QuickEngine
 
     if image is not None and flags["here"]:
@@ -113,10 +125,10 @@ def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
     if project is not None:
         chosen = launch.recommend()
         confirm(m, project, asked, chosen.result.combo if chosen else None)
-        wanted = wanted_of(project_name(project.config), project.config.torch.flavor.value, chosen)
-        here = project_here(m, launch.host, wanted, engine, flags["project"])
-        launch = project_launch(launch, here, engine, request)  # the project's image, or its name to build
+        launch, here = _in_project(m, launch, project, engine, request, flags["project"])
     _say(*(_chosen(launch, request) if here is None else project_lines(here)), *launch.notes)
+    if request.flavor is Flavor.NOTEBOOK:
+        launch = replace(launch, spec=notebook_spec(launch.spec, flags["port"]))
     if flags["dry_run"]:
         if not launch.local:
             _say(f"{launch.image} is not in the local engine: run {_would(launch, request, here)}")
@@ -127,7 +139,36 @@ def run_cmd(ctx: click.Context, /, image: str | None, **flags: Any) -> None:
         launch = obtain(m, launch, engine, request, may_build, _say)
     else:
         launch = obtain_project(m, launch, here, engine, request, may_build, _say)
-    ctx.exit(run_container(launch.spec).code)
+    ctx.exit(_notebook(launch, flags) if request.flavor is Flavor.NOTEBOOK else run_container(launch.spec).code)
+
+
+def _in_project(
+    m: Matrix, launch: Launch, project: Project, engine: RunImages, request: RunRequest, flag: str | None
+) -> tuple[Launch, ProjectHere | None]:
+    """The project's image (or its name to build); with --notebook, only a project whose flavor is "notebook":
+    another's notebook is its combination's notebook image, said so."""
+    chosen = launch.recommend()
+    flavor = project.config.torch.flavor
+    if request.flavor is Flavor.NOTEBOOK and flavor is not Flavor.NOTEBOOK:
+        _say(f'the project\'s flavor is {flavor.value}: the notebook image of its combination, without the project\'s '
+             'code (flavor = "notebook" in torchyard.toml builds the project over it)')  # fmt: skip
+        return launch, None
+    here = project_here(m, launch.host, wanted_of(project_name(project.config), flavor.value, chosen), engine, flag)
+    return project_launch(launch, here, engine, request), here  # the project's image, or its name to build
+
+
+def _notebook(launch: Launch, flags: dict[str, Any]) -> int:
+    """Started and healthy: its URL (stdout); then its logs until Ctrl-C (stopped and removed), or, --detach,
+    left running."""
+    containers = Detached()
+    _say(f"starting the notebook server ({launch.spec.name}); waiting for its health check")
+    notebook = start_notebook(launch.spec, flags["port"], containers, _say)
+    click.echo(notebook.url)
+    if flags["detach"]:
+        _say(f"running in {notebook.name}: stop it with `docker rm -f {notebook.name}`")
+        return 0
+    _say("Ctrl-C stops and removes it; its log follows")
+    return follow_notebook(notebook, containers)
 
 
 def request_of(image: str | None, flags: dict[str, Any], after: list[str]) -> RunRequest:
@@ -135,6 +176,11 @@ def request_of(image: str | None, flags: dict[str, Any], after: list[str]) -> Ru
     workspace = os.getcwd()
     if ":" in workspace:
         raise UsageError(f"run: the current folder {workspace} has a ':', which docker's -v cannot mount")
+    notebook = bool(flags.get("notebook"))
+    if notebook:
+        refuse_for_notebook(tuple(docker_args), tuple(command))
+    elif flags.get("detach") or flags.get("port", PORT) != PORT:
+        raise UsageError("run: --detach and --port go with --notebook")
     return RunRequest(
         image=image,
         command=tuple(command),
@@ -147,6 +193,7 @@ def request_of(image: str | None, flags: dict[str, Any], after: list[str]) -> Ru
         docker_args=tuple(docker_args),
         tty=sys.stdin.isatty(),
         force=flags["force"],
+        flavor=Flavor.NOTEBOOK if notebook else Flavor.RUNTIME,
     )
 
 

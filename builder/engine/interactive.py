@@ -38,6 +38,10 @@ class ContainerSpec:
     tty: bool = False  # -t: stdin is a terminal
     interactive: bool = True  # -i: the container reads the caller's stdin
     extra: tuple[str, ...] = ()  # more `docker run` options, as the user gave them
+    workdir: str = WORKSPACE  # where `workspace` is mounted (the notebook's /home/jovyan/work)
+    home: str = HOME  # HOME with --user
+    detach: bool = False  # -d: started in the background (run --notebook); never -i or -t then
+    remove: bool = True  # --rm; a detached notebook is removed by torchyard, so its logs outlive a crash
 
 
 @dataclass(frozen=True)
@@ -53,14 +57,17 @@ def container_name(prefix: str = "torchyard-run") -> str:
 
 def docker_run_argv(spec: ContainerSpec, client: str = "docker") -> list[str]:
     """The docker CLI argv that starts `spec` (what --dry-run prints)."""
-    argv = [client, "run", "--rm", "--name", spec.name]
-    argv += ["-it"] if spec.tty and spec.interactive else ["-i"] if spec.interactive else []
+    argv = [client, "run", *["--rm"] * spec.remove, "--name", spec.name]
+    if spec.detach:
+        argv += ["-d"]
+    else:
+        argv += ["-it"] if spec.tty and spec.interactive else ["-i"] if spec.interactive else []
     argv += list(spec.gpu_flags)
     argv += [f"--shm-size={spec.shm_size}"] if spec.shm_size else ["--ipc=host"]
     if spec.workspace is not None:
-        argv += ["-v", f"{spec.workspace}:{WORKSPACE}", "-w", WORKSPACE]
+        argv += ["-v", f"{spec.workspace}:{spec.workdir}", "-w", spec.workdir]
     if spec.user is not None:
-        argv += ["--user", spec.user, "-e", f"HOME={HOME}"]
+        argv += ["--user", spec.user, "-e", f"HOME={spec.home}"]
     for source, target in spec.files:
         argv += ["-v", f"{source}:{target}:ro"]
     for item in spec.env:

@@ -86,11 +86,18 @@ class Diagnosis:
 
 
 def diagnose(
-    m: Matrix, host: Host, runtime: RuntimeReading | None, wish: RawQuery, repo: str, engine: Shelf | None = None
+    m: Matrix,
+    host: Host,
+    runtime: RuntimeReading | None,
+    wish: RawQuery,
+    repo: str,
+    engine: Shelf | None = None,
+    flavor: Flavor = Flavor.RUNTIME,
 ) -> Diagnosis:
     """`wish` narrows the choice (--torch, --python, --os); the machine fills in the rest. The combination is
     host.choose.choose_here's, the one lookup --here, build and render name for this machine too. With an engine,
-    the image to run is located (host.locate: the local engine, the team's registry repository)."""
+    the image to run is located (host.locate: the local engine, the team's registry repository); `flavor`: which
+    of the combination's images (run --notebook and devcontainer ask for the notebook image)."""
     choice = choose_here(m, host, wish)
     hq = choice.here
     fix = "update torchyard (pip install -U torchyard), whose matrix may know it"
@@ -114,13 +121,13 @@ def diagnose(
         if choice.result is not None:
             d.problems.append(_NO_GPU_IMAGE)
     if choice.result is not None:
-        d.recommended = _recommend(m, choice.result, runtime, repo, gpu=gpu)
+        d.recommended = _recommend(m, choice.result, runtime, repo, gpu=gpu, flavor=flavor)
         d.problems += _newer_out_of_reach(m, hq.query, choice.result) if gpu else []
     else:  # after a fallback, the CPU question is the one that found nothing
         d.problems += _why_nothing(m, cpu_query(hq.query) if choice.fallback else hq.query)
     d.problems += _runtime_problems(host, runtime, d.unchecked)
     if engine is not None and d.recommended is not None:
-        d.location = locate_recommended(m, d.recommended, host, repo, engine)
+        d.location = locate_recommended(m, d.recommended, host, repo, engine, flavor)
     d.problems += lifecycle_problems(m, d)
     d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
     return d
@@ -157,11 +164,15 @@ def _image_os(m: Matrix, d: Diagnosis) -> OSBase | None:
     return next((o for o in m.os if found and o.name == found[1]), None)
 
 
-def locate_recommended(m: Matrix, r: Recommendation, host: Host, repo: str, engine: Shelf) -> Location:
-    """Where the image to run here is: the recommended combination's, else another local one that runs here."""
+def locate_recommended(
+    m: Matrix, r: Recommendation, host: Host, repo: str, engine: Shelf, flavor: Flavor = Flavor.RUNTIME
+) -> Location:
+    """Where the image to run here is: the recommended combination's, else another local one that runs here (of
+    the same flavor, for a notebook: its user and server are its contract)."""
     c = r.result.combo
-    size = expected_size(str(c.torch.version), c.variant.name, c.platform.value)
-    wanted = Wanted(c.id, r.image.rpartition(":")[2], c.platform.value, r.build, size)
+    notebook = flavor is Flavor.NOTEBOOK
+    size = "not measured" if notebook else expected_size(str(c.torch.version), c.variant.name, c.platform.value)
+    wanted = Wanted(c.id, r.image.rpartition(":")[2], c.platform.value, r.build, size, flavor.value, notebook)
     return locate(wanted, judge_here(m, host), local=engine_images(engine), repo=registry_of(repo))
 
 
@@ -196,22 +207,26 @@ def _driver_fix(host: Host) -> str:
     return "check that the NVIDIA kernel module is loaded: nvidia-smi must list the GPUs (reboot after a driver update)"
 
 
-def _recommend(m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, *, gpu: bool) -> Recommendation:
+def _recommend(
+    m: Matrix, r: Result, runtime: RuntimeReading | None, repo: str, *, gpu: bool, flavor: Flavor = Flavor.RUNTIME
+) -> Recommendation:
     c = r.combo
-    tag = image_tags(m, c, Flavor.RUNTIME, Strategy.WHEELS, ()).immutable
+    tag = image_tags(m, c, flavor, Strategy.WHEELS, ()).immutable
     gpu_flags = tuple(runtime.gpu_flags if runtime else ["--gpus", "all"]) if gpu else ()
     index = index_url(c)
     pip = "pip install " + shlex.join(
         [f"torch=={c.torch.version}", f"torchvision=={c.torch.torchvision}", f"torchaudio=={c.torch.torchaudio}"]
         + (["--index-url", index] if index else [])
     )
-    return Recommendation(r, f"{repo}:{tag}", build_command(c, repo), pip, gpu_flags)
+    return Recommendation(r, f"{repo}:{tag}", build_command(c, repo, flavor), pip, gpu_flags)
 
 
-def build_command(c: Combination, repo: str) -> str:
-    """The `torchyard build` line that makes combination c's image under repo (doctor's, the page's)."""
+def build_command(c: Combination, repo: str, flavor: Flavor = Flavor.RUNTIME) -> str:
+    """The `torchyard build` line that makes combination c's image under repo (doctor's, the page's); another
+    flavor than the runtime image adds its --target."""
     flags = ["--torch", str(c.torch.version), "--variant", c.variant.name, "--python", c.python, "--os", c.os.name]
-    return shlex.join(["torchyard", "build", *flags, "--platform", c.platform.value, "--repo", repo])
+    target = [] if flavor is Flavor.RUNTIME else ["--target", flavor.value]
+    return shlex.join(["torchyard", "build", *flags, "--platform", c.platform.value, *target, "--repo", repo])
 
 
 def _newer_out_of_reach(m: Matrix, q: Query, best: Result) -> list[Problem]:

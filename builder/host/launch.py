@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol, cast
 
 from builder.core.errors import BuildError, NoMatchError, PushError, TorchyardError
+from builder.core.kinds import Flavor
 from builder.core.process import run_command
 from builder.engine.interactive import ContainerSpec, container_name
 from builder.engine.types import Engine, ImageInfo, RegistryAuth
@@ -61,6 +62,7 @@ class RunRequest:
     docker_args: tuple[str, ...] = ()
     tty: bool = False
     force: bool = False  # run an image that will not run here
+    flavor: Flavor = Flavor.RUNTIME  # which of the chosen combination's images (run --notebook: the notebook one)
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,7 @@ def prepare(m: Matrix, host: Host, runtime: RuntimeReading | None, request: RunR
     repo = request.repo or DEFAULT_REPO
     # A given IMAGE may never need the choice; the chosen one needs the locator (the engine's images).
     diagnosis = functools.cache(
-        lambda: diagnose(m, host, runtime, request.wish, repo, None if request.image else engine)
+        lambda: diagnose(m, host, runtime, request.wish, repo, None if request.image else engine, request.flavor)
     )
 
     def recommend() -> Recommendation | None:

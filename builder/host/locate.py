@@ -73,6 +73,7 @@ class Wanted:
     build: str  # the torchyard build line that makes it
     size: str  # its expected size, or "not measured"
     flavor: str = "runtime"  # lookup --inference looks for the inference image
+    same_flavor: bool = False  # another local image must be of this flavor too (a notebook's user and server)
 
 
 @dataclass(frozen=True)
@@ -147,6 +148,8 @@ def _local(
         holds = info.labels.get("io.torchyard.combination", "")
         wanted_one = holds == wanted.combination and info.labels.get("io.torchyard.flavor") == wanted.flavor
         if wanted_one != chosen or info.platform != wanted.platform:
+            continue
+        if wanted.same_flavor and info.labels.get("io.torchyard.flavor") != wanted.flavor:
             continue
         ref = _name(info, wanted.tag, repo)
         if ref is None:
