@@ -15,7 +15,7 @@ from builder.matrix.show import KINDS, grid, show
 _LAZY = {
     "publish": ("builder.cli.publish_cmd:matrix_publish_cmd",
                 "List the publish set's items (and what it names but cannot build, with why)."),
-    "ci": ("builder.cli.publish_cmd:matrix_ci_cmd",
+    "ci": ("builder.cli.ci_cmd:matrix_ci_cmd",
            "Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."),
     "html": ("builder.cli.upstream_cmd:html_cmd",
              "Write the compatibility page: one self-contained HTML file (no external assets) with the torch x CUDA "

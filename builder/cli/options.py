@@ -86,8 +86,31 @@ def combination_options(func: F) -> F:
 
 
 def matrix_of(ctx: click.Context) -> Matrix:
-    path = (ctx.find_root().obj or {}).get("matrix")
-    return load_matrix(path)
+    root = ctx.find_root().obj or {}
+    return load_matrix(root.get("matrix"), root.get("publish_set"))
+
+
+def _remember_publish_set(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    root = ctx.find_root()
+    if value is not None and isinstance(root.obj, dict):
+        root.obj["publish_set"] = value  # matrix_of reads it, as it reads --matrix
+
+
+publish_set_option = click.option(
+    "--publish-set",
+    metavar="FILE",
+    envvar=env.PUBLISH_SET,
+    expose_value=False,
+    callback=_remember_publish_set,
+    help=f"The publish set's file ([[publish]] entries, [ci] table; env {env.PUBLISH_SET}; default: publish.toml "
+    "beside the matrix, else the matrix's own entries).",
+)
+
+
+def publish_note(m: Matrix) -> None:
+    """One line on stderr when a publish file set matrix.toml's own [[publish]] entries aside."""
+    if m.publish_note:
+        click.echo(f"note: {m.publish_note}", err=True)
 
 
 def raw_query_of(kwargs: dict[str, Any]) -> RawQuery:

@@ -1,4 +1,4 @@
-"""`torchyard publish` and `torchyard matrix publish|ci`: the publish set, built or exported."""
+"""`torchyard publish` and `torchyard matrix publish`: the publish set, built or listed (`matrix ci`: ci_cmd.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import click
 
 from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
 from builder.cli.image_options import lock_of, locked_option, refresh_option, registry_mirror_option
-from builder.cli.options import folder, matrix_of, repository
+from builder.cli.options import folder, matrix_of, publish_note, publish_set_option, repository
 from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
-from builder.core.errors import BuildError, RenderError, UsageError
+from builder.core.errors import BuildError, UsageError
 from builder.core.files import check_writable, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.core.provenance import provenance_labels, source_date_epoch
@@ -87,32 +87,6 @@ class PublishFlags:
             )
 
 
-@dataclass(frozen=True, kw_only=True)
-class CiFlags:
-    """`torchyard matrix ci`'s flags."""
-
-    fmt: str
-    only: tuple[str, ...]
-    repo: str
-    gpus: str | None
-    candidates: str | None
-    output: str
-    cache_repo: str | None
-    refresh: str
-    locked: bool
-    registry_mirror: str | None
-    platforms: tuple[Platform, ...]
-    attest: bool
-    security_gate: bool
-    allowlist: str | None
-
-    def __post_init__(self) -> None:
-        parse_gpus(self.gpus)
-        check_gate_flags(self.security_gate, self.allowlist)
-        if self.fmt == "bake" and (self.attest or self.security_gate):
-            raise UsageError("--attest and --security-gate are for the GitHub matrix's commands, not --format bake")
-
-
 platform_option = click.option(
     "--platform",
     "platforms",
@@ -153,6 +127,7 @@ platform_option = click.option(
 @platform_option
 @trust_options
 @gate_options
+@publish_set_option
 @click.pass_context
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
@@ -161,6 +136,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     from builder.publish.run import publish
 
     m = matrix_of(ctx)
+    publish_note(m)
     trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built
     network = resolve_network(NetworkFlags())
     if flags.relock:
@@ -295,73 +271,11 @@ def _list(items: list[Item], excluded: list[Excluded], *, as_json: bool) -> None
 @click.command("publish")
 @click.option("--only", "only", multiple=True, metavar="GLOB")
 @click.option("--json", "as_json", is_flag=True)
+@publish_set_option
 @click.pass_context
 def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bool) -> None:
     """List the publish set's items (and what it names but cannot build, with why)."""
-    items, excluded = expand(matrix_of(ctx))
-    _list(select(items, only), [e for e in excluded if not only], as_json=as_json)
-
-
-@click.command("ci")
-@click.option("--format", "fmt", type=click.Choice(["github", "bake"]), required=True)
-@click.option("--only", "only", multiple=True, metavar="GLOB")
-@click.option("--repo", default=DEFAULT_REPO, show_default=True, metavar="REGISTRY/NAME", callback=repository)
-@click.option("--gpus", metavar="all|N", help="GitHub: GPU smoke of CUDA items on the self-hosted `gpu` label.")
-@click.option(
-    "--candidates",
-    callback=repository,
-    metavar="REGISTRY/NAME",
-    help="GitHub: where builds go before the GPU smoke (default: <repo>-candidates).",
-)
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    callback=folder,
-    default="build/bake",
-    show_default=True,
-    metavar="DIR",
-    help="bake: where the contexts and docker-bake.json are written.",
-)
-@click.option(
-    "--cache-repo", metavar="REGISTRY/NAME", callback=repository, help="bake: registry cache (cache-from / cache-to)."
-)
-@refresh_option
-@locked_option
-@registry_mirror_option
-@platform_option
-@click.option(
-    "--attest",
-    is_flag=True,
-    help="GitHub: builds attach an SBOM and provenance; promotions carry them and sign with $TORCHYARD_SIGN_KEY.",
-)
-@gate_options
-@click.pass_context
-@takes(CiFlags)
-def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
-    """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
-    from builder.publish.export import Assurance, bake, github_matrix
-
     m = matrix_of(ctx)
-    security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist is refused here, not in every job
-    lock = lock_of(m, flags.locked)
-    every = expand(m, refresh=flags.refresh, base_lock=lock, registry_mirror=flags.registry_mirror)[0]
-    items = on_platforms(select(every, flags.only), flags.platforms)
-    pplan = plan_publish(m, items, [], every)
-    for group in pplan.groups:  # an export with a hole in it would publish less than the set says
-        if group.plan is None:
-            raise RenderError(f"{group.name}: {group.problem}")
-    if flags.fmt == "github":
-        assurance = Assurance(flags.attest, flags.security_gate, flags.allowlist)
-        candidates = flags.candidates or f"{flags.repo}-candidates"
-        matrix = github_matrix(pplan, flags.repo, candidates, flags.gpus, assurance)
-        click.echo(json.dumps(matrix, separators=(",", ":")))
-        return
-    out = Path(flags.output)
-    data = bake(pplan, flags.repo, out, flags.cache_repo, provenance_labels(Path(m.path).parent))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "docker-bake.json").write_text(json.dumps(data, indent=2) + "\n")
-    click.echo(
-        f"wrote {out / 'docker-bake.json'} ({len(items)} image targets): docker buildx bake -f "
-        f"{out / 'docker-bake.json'}"
-    )
+    publish_note(m)
+    items, excluded = expand(m)
+    _list(select(items, only), [e for e in excluded if not only], as_json=as_json)

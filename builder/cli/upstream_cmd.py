@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from builder.cli.options import folder, matrix_of, repository
+from builder.cli.options import folder, matrix_of, publish_set_option, repository
 from builder.cli.output import emit_json
 from builder.cli.request import takes
 from builder.core import env
@@ -266,6 +266,7 @@ def registry_repository(ctx: click.Context, param: click.Parameter, value: str |
     help=f"Where the published images are pulled from, a registry repository (${env.REPO}): the page's run lines "
     "name it.",
 )
+@publish_set_option
 @click.pass_context
 def html_cmd(ctx: click.Context, /, output: str, repo: str) -> None:
     """Write the compatibility page: one self-contained HTML file (no external assets) with the torch x CUDA

@@ -4,6 +4,7 @@ the few it needs). docs/cli.md lists them."""
 from __future__ import annotations
 
 MATRIX = "TORCHYARD_MATRIX"  # a matrix.toml to use instead of the packaged one (--matrix)
+PUBLISH_SET = "TORCHYARD_PUBLISH_SET"  # the publish set's file (--publish-set; default publish.toml beside the matrix)
 DEBUG = "TORCHYARD_DEBUG"  # "1": tracebacks (--debug)
 REGISTRY_USER = "TORCHYARD_REGISTRY_USER"  # --registry-user
 REGISTRY_PASSWORD = "TORCHYARD_REGISTRY_PASSWORD"  # the registry password (never a flag: it would show in ps)

@@ -21,6 +21,7 @@ from builder.matrix.model import (
     Matrix,
     Source,
 )
+from builder.matrix.publish_file import publish_file_of, with_publish_file
 from builder.matrix.publish_set import parse_publish
 from builder.matrix.reader import Context, Entry
 from builder.matrix.toml_text import TomlSyntaxError, parse_toml
@@ -52,11 +53,15 @@ _TOP = (
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
 
 
-def load_matrix(path: Path | str | None = None) -> Matrix:
-    """Load and validate; the default file is cached (commands call this more than once)."""
-    if path is None:
-        return _load_default()
-    return _load(Path(path))
+def load_matrix(path: Path | str | None = None, publish_set: Path | str | None = None) -> Matrix:
+    """Load and validate; the default file is cached (commands call this more than once). The publish set comes
+    from `publish_set`, else publish.toml beside the matrix when there is one, else the matrix's own entries."""
+    m = _load_default() if path is None else _load(Path(path))
+    found = publish_file_of(m.path, None if publish_set is None else str(publish_set))
+    if found is None:
+        return m
+    ctx = Context(str(found), read_text(found, "", error=MatrixError))
+    return with_publish_file(m, ctx, _document(ctx))
 
 
 @functools.cache
@@ -79,11 +84,15 @@ def parse_text(text: str, file: str) -> Matrix:
     return _parse(Context(file, text))
 
 
-def _parse(ctx: Context) -> Matrix:
+def _document(ctx: Context) -> dict[str, Any]:
     try:
-        doc = parse_toml(ctx.text)
+        return parse_toml(ctx.text)
     except TomlSyntaxError as exc:
         raise MatrixError(_toml_error(ctx.file, str(exc))) from None
+
+
+def _parse(ctx: Context) -> Matrix:
+    doc = _document(ctx)
     top = Entry(ctx, (), "matrix", doc, _TOP)
     schema = top.get("schema", r.integer)
     if schema != SCHEMA:

@@ -11,7 +11,7 @@ from packaging.version import Version
 from builder.core.archs import Arch
 from builder.core.kinds import Platform
 from builder.core.versions import Driver, minor_of
-from builder.matrix.publish_set import PublishEntry
+from builder.matrix.publish_set import CiDefaults, PublishEntry
 
 
 class Confidence(StrEnum):
@@ -362,6 +362,9 @@ class Matrix:
     brand_sets: dict[str, tuple[str, ...]] = field(hash=False)
     gpu_products: tuple[GpuProduct, ...] = ()
     publish: tuple[PublishEntry, ...] = ()
+    publish_file: str = ""  # publish.toml (or --publish-set) when the set came from there; "": matrix.toml's own
+    publish_note: str = ""  # said by the commands that read the set: matrix.toml's own entries were ignored
+    ci: CiDefaults = field(default_factory=CiDefaults)  # publish.toml's [ci] table
     onnxruntime: tuple[OnnxRuntime, ...] = ()
     onnx_tools: tuple[OnnxTool, ...] = ()
     notebook_tools: tuple[NotebookTool, ...] = ()

@@ -1,4 +1,5 @@
-"""The publish set: which images the organisation publishes ([[publish]] entries of matrix.toml).
+"""The publish set: which images the organisation publishes ([[publish]] entries of publish.toml beside
+matrix.toml, or of matrix.toml itself), and the shape of its CI (publish.toml's [ci] table).
 
 Policy, not facts: entries carry no source. Each entry expands (builder/publish/items.py) to every
 matching torch release x variant x Python x OS x flavor that the resolver accepts.
@@ -59,6 +60,53 @@ class PublishEntry:
     @property
     def multi_platform(self) -> bool:
         return len(self.platforms) > 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class CiDefaults:
+    """publish.toml's [ci] table: what `matrix ci` exports with when its flags do not say (flags win)."""
+
+    runner: tuple[str, ...] = ()  # the build runner's labels (linux/amd64); (): GitHub's hosted ubuntu-latest
+    arm_runner: tuple[str, ...] = ()  # the linux/arm64 build runner's labels; (): GitHub's hosted arm64 runner
+    gpu_runners: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (class, labels): a GPU smoke leg per class
+    registry: str | None = None  # where --repo and --candidates point by default
+
+
+_CI_KEYS = ("runner", "arm_runner", "gpu_runners", "registry")
+
+
+def parse_ci(ctx: Context, raw: Any) -> CiDefaults:
+    e = Entry(ctx, ("ci",), "ci", raw, _CI_KEYS)
+    return CiDefaults(
+        runner=e.get("runner", _labels_of, ()),
+        arm_runner=e.get("arm_runner", _labels_of, ()),
+        gpu_runners=e.get("gpu_runners", _gpu_runners, ()),
+        registry=e.get("registry", _registry, None),
+    )
+
+
+def _registry(value: Any) -> str:
+    from builder.core.names import check_repository
+
+    try:
+        return check_repository(r.text(value), "registry")
+    except UsageError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _labels_of(value: Any) -> tuple[str, ...]:
+    """A runner's labels: "ubuntu-latest", "self-hosted,gpu,a100" or ["self-hosted", "gpu", "a100"]."""
+    labels = tuple(p.strip() for p in value.split(",")) if isinstance(value, str) else r.text_list(value)
+    if not labels or not all(labels):
+        raise ValueError(f'expected runner labels like "self-hosted,gpu,a100", found {value!r}')
+    return labels
+
+
+def _gpu_runners(value: Any) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """`gpu_runners = { ampere = "self-hosted,gpu,a100", hopper = ["self-hosted", "gpu", "h100"] }`."""
+    if not isinstance(value, dict):
+        raise ValueError("expected a table of class = runner labels")
+    return tuple((name, _labels_of(labels)) for name, labels in value.items())
 
 
 def parse_publish(ctx: Context, raw: Any) -> tuple[PublishEntry, ...]:

@@ -7,16 +7,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from builder.core.kinds import Platform
+from builder.core.errors import UsageError
+from builder.matrix.model import Matrix
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.plan import Plan, tag_refs
+from builder.publish.ci_shape import DEFAULT_GPU_CLASSES, CiShape, GpuClass, driver_floor, hosted, runs_on
 from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 
 HOSTED_RUNNER = "ubuntu-latest"
 ARM_RUNNER = "ubuntu-24.04-arm"  # GitHub's hosted arm64 runner: arm64 images build natively, not emulated
-GPU_RUNNER = ["self-hosted", "gpu"]
-ARM_GPU_RUNNER = ["self-hosted", "gpu", "arm64"]  # a Grace machine (GH200, GB200, DGX Spark) of your own
+GPU_RUNNER = list(DEFAULT_GPU_CLASSES[0].labels)
+ARM_GPU_RUNNER = list(DEFAULT_GPU_CLASSES[1].labels)  # a Grace machine (GH200, GB200, DGX Spark) of your own
 
 
 @dataclass(frozen=True)
@@ -68,35 +70,41 @@ def build_flags(item: Item) -> list[str]:
 
 
 def github_matrix(
-    pplan: PublishPlan, repo: str, candidates: str, gpus: str | None, assurance: Assurance | None = None
+    pplan: PublishPlan,
+    repo: str,
+    candidates: str,
+    gpus: str | None,
+    assurance: Assurance | None = None,
+    shape: CiShape | None = None,
 ) -> dict[str, Any]:
     """`strategy.matrix` for GitHub Actions: one job per item with its exact commands and runners.
 
-    build (hosted runner): build, no-GPU smoke suite, push the immutable tag to the candidates repo;
-    smoke (the self-hosted `gpu` label, CUDA items, when --gpus): the GPU checks on that candidate;
+    build (`runs-on`; `hosted`: a GitHub-hosted runner): build, no-GPU smoke suite, push the immutable tag to the
+    candidates repo; smoke (CUDA items, when --gpus): the GPU checks on that candidate, on each GPU class in
+    `gpu-classes` (github_gpu_matrix: one leg per class; `smoke-runs-on` is the first class's runner);
     push: promote the verified candidate to the public repo registry-side (torchyard promote: blob mounts,
     the same digest). `publish` does all three on one machine. `assurance`: the attestation and gate flags.
     """
-    assurance = assurance or Assurance()
+    assurance, shape = assurance or Assurance(), shape or CiShape()
     include = []
     for item, plan in pplan.planned():
-        gpu = gpus is not None and item.combo.variant.cuda is not None
-        arm = item.combo.platform is Platform.ARM64
+        classes = _classes(item, gpus, shape)
         tag = plan.target(item.flavor).tags.immutable  # what `build` pushes; promote renames a platform member
         candidate, public = f"{candidates}:{tag}", f"{repo}:{pplan.group_of(item).immutable(item)}"
         promote_flags = ["--content-hash", plan.content_hash, *assurance.promote()]
-        smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpu else [])]
-        runner = ARM_RUNNER if arm else HOSTED_RUNNER
+        runner = shape.build_runner(item)
         include.append(
             {
                 "id": item.id,
-                "runs-on": runner,
-                "smoke-runs-on": (ARM_GPU_RUNNER if arm else GPU_RUNNER) if gpu else runner,
-                "gpu": gpu,
+                "runs-on": runs_on(runner),
+                "hosted": hosted(runner),
+                "smoke-runs-on": runs_on(classes[0].labels) if classes else runs_on(runner),
+                "gpu": bool(classes),
+                "gpu-classes": " ".join(c.name for c in classes),
                 "build": shlex.join(
                     ["torchyard", "build", *build_flags(item), *assurance.build(), "--repo", candidates, "--push"]
                 ),
-                "smoke": f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}",
+                "smoke": _smoke(candidate, gpus if classes else None),
                 # registry-side (blob mounts, same digest), only if the candidate is the content planned
                 "push": shlex.join(["torchyard", "promote", candidate, public, *promote_flags]),
                 "publish": shlex.join(
@@ -109,7 +117,7 @@ def github_matrix(
                         repo,
                         "--no-aliases",
                         *(["--refresh", item.options.refresh] if item.options.refresh else []),
-                        *(["--gpus", gpus or "all"] if gpu else []),
+                        *(["--gpus", gpus or "all"] if classes else []),
                         *assurance.build(),
                     ]
                 ),
@@ -117,6 +125,50 @@ def github_matrix(
             }
         )
     return {"include": include}
+
+
+def github_gpu_matrix(
+    m: Matrix, pplan: PublishPlan, candidates: str, gpus: str | None, shape: CiShape | None = None
+) -> dict[str, Any]:
+    """`strategy.matrix` of the GPU smoke: one leg per CUDA item and GPU class that runs it (none without --gpus),
+    each with the candidate it pulls (and removes after) and the driver floor of the set's GPU runners."""
+    shape = shape or CiShape()
+    found = driver_floor(m, [item for item, _ in pplan.planned()])
+    floor = str(found[1]) if found else ""
+    include = []
+    for item, plan in pplan.planned():
+        candidate = f"{candidates}:{plan.target(item.flavor).tags.immutable}"
+        for gpu_class in _classes(item, gpus, shape):
+            include.append(
+                {
+                    "id": item.id,
+                    "class": gpu_class.name,
+                    "runs-on": runs_on(gpu_class.labels),
+                    "candidate": candidate,
+                    "smoke": _smoke(candidate, gpus),
+                    "driver-floor": floor,
+                }
+            )
+    return {"include": include}
+
+
+def _classes(item: Item, gpus: str | None, shape: CiShape) -> tuple[GpuClass, ...]:
+    return shape.classes_for(item) if gpus is not None and item.combo.variant.cuda is not None else ()
+
+
+def _smoke(candidate: str, gpus: str | None) -> str:
+    smoke = ["torchyard", "smoke", candidate, *(["--gpus", gpus or "all", "--require-gpu"] if gpus is not None else [])]
+    return f"docker pull {shlex.quote(candidate)} && {shlex.join(smoke)}"
+
+
+def published_ids(report: Any, repo: str) -> set[str]:
+    """The items a `publish --plan --report` of `repo` found up to date there (action `skip`): nothing to build,
+    smoke-test or promote."""
+    if not isinstance(report, dict) or not isinstance(report.get("items"), list):
+        raise UsageError("--plan-report: not a `torchyard publish --plan --report` file (no items)")
+    if report.get("repo") != repo:
+        raise UsageError(f"--plan-report: a plan of {report.get('repo')!r}, not of --repo {repo!r}")
+    return {i["id"] for i in report["items"] if isinstance(i, dict) and i.get("action") == "skip"}
 
 
 def bake(

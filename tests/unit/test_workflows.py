@@ -69,8 +69,8 @@ def test_least_privilege(name: str) -> None:
         granted = job.get("permissions", {})
         assert set(granted.values()) <= {"read", "write"}
         if granted.get("packages") == "write":
-            # gpu-smoke promotes what it verified (registry-side, the GITHUB_TOKEN of the run)
-            assert name == "publish.yml" and job_name in {"build", "gpu-smoke", "aliases"}
+            # promote copies what the GPU legs verified (registry-side, the GITHUB_TOKEN of the run)
+            assert name == "publish.yml" and job_name in {"build", "promote", "aliases"}
         if "pages" in granted or "id-token" in granted:
             assert (name, job_name, granted) == (
                 "publish.yml",
@@ -89,23 +89,27 @@ def test_publish_pushes_only_from_main_or_tags_on_a_schedule_too() -> None:
     assert triggers["push"] == {"branches": ["main"], "tags": ["v*"]}
     assert "schedule" in triggers and "concurrency" in data
     main_or_tags = "github.ref == 'refs/heads/main' || startsWith(github.ref, 'refs/tags/')"
-    promote = data["jobs"]["gpu-smoke"]["steps"][-1]
-    assert promote["if"] == main_or_tags and promote["run"].rstrip().endswith("\n${{ matrix.push }}")
+    promote = data["jobs"]["promote"]
+    assert f"({main_or_tags})" in promote["if"] and promote["steps"][-1]["run"].rstrip().endswith(
+        "\n${{ matrix.push }}"
+    )
     assert main_or_tags in data["jobs"]["aliases"]["if"]
     assert data["jobs"]["pages"]["if"] == "github.ref == 'refs/heads/main'"
-    assert data["jobs"]["gpu-smoke"]["runs-on"] == "${{ matrix.smoke-runs-on }}"
+    assert data["jobs"]["gpu-smoke"]["runs-on"] == "${{ matrix.runs-on }}"
+    assert promote["runs-on"] == "ubuntu-latest", "the key never reaches a runner that ran the candidate image"
 
 
 def test_one_failing_image_does_not_hold_back_the_others() -> None:
     """A matrix job that `needs` another is skipped when any leg of it failed, unless its `if` says
     !cancelled(): then each leg decides for itself (its candidate is there with its content, or not)."""
     jobs = _load("publish.yml")["jobs"]
-    for name in ("gpu-smoke", "aliases"):
+    for name in ("gpu-smoke", "promote", "aliases"):
         assert jobs[name]["if"].startswith("${{ !cancelled() && needs.plan.result == 'success'"), name
-    assert jobs["build"]["strategy"]["fail-fast"] is False and jobs["gpu-smoke"]["strategy"]["fail-fast"] is False
+    assert all(jobs[name]["strategy"]["fail-fast"] is False for name in ("build", "gpu-smoke", "promote"))
     assert "push" not in jobs, "no job waits for the whole smoke matrix before promoting"
     steps = [step.get("run", "") for step in jobs["gpu-smoke"]["steps"]]
-    assert steps[-2] == "${{ matrix.smoke }}" and steps[-1].rstrip().endswith("${{ matrix.push }}")
+    assert steps[-2] == "${{ matrix.smoke }}"
+    assert jobs["promote"]["steps"][-1]["run"].rstrip().endswith("${{ matrix.push }}")
 
 
 def test_only_the_promotion_sees_the_signing_key_and_it_refuses_to_publish_unsigned() -> None:
@@ -117,8 +121,8 @@ def test_only_the_promotion_sees_the_signing_key_and_it_refuses_to_publish_unsig
         for step in body["steps"]
         if "TORCHYARD_SIGN_KEY" in json.dumps(step)
     ]
-    assert holders == [("gpu-smoke", "promote the verified candidate registry-side, signed (${{ matrix.id }})")]
-    promote = jobs["gpu-smoke"]["steps"][-1]
+    assert holders == [("promote", "promote the verified candidate registry-side, signed (${{ matrix.id }})")]
+    promote = jobs["promote"]["steps"][-1]
     assert promote["env"]["TORCHYARD_SIGN_KEY"] == "${{ secrets.TORCHYARD_SIGN_KEY }}"
     guard = promote["run"].split("${{ matrix.push }}")[0]
     run = subprocess.run(
@@ -207,53 +211,115 @@ def test_the_outdated_sync_step_runs_each_sync_outdated_names_and_lists_the_fail
     )
 
 
-def test_the_publish_matrix_is_exactly_what_matrix_ci_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    data = _load("publish.yml")
-    script = data["jobs"]["plan"]["steps"][-1]["run"]
-    command = re.search(r"\$\((torchyard matrix ci [^)]*)\)", script)
-    assert command is not None
+def _ci_commands(script: str) -> list[list[str]]:
+    """The `matrix ci` commands of the plan step, with its variables filled in as the step has them."""
     env = {
         "REPO": "ghcr.io/acme/torchyard",
         "CANDIDATES": "ghcr.io/acme/torchyard-candidates",
         "ONLY": "*",
         "REFRESH": "2026-W48",
     }
-    words = [a for a in shlex.split(command.group(1)) if a != "${allow[@]}"]  # no allowlist file in this checkout
-    argv = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in words]
+    found = []
+    for command in re.findall(r"\$\((torchyard matrix ci [^)]*)\)", script):
+        words = [a for a in shlex.split(command) if a != "${allow[@]}"]  # no allowlist file in this checkout
+        found.append([re.sub(r"\$(\w+)", lambda m: env[m.group(1)], a) for a in words])
+    return found
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     with pytest.raises(SystemExit) as exit_:
-        main(argv[1:])
+        main(argv)
     assert exit_.value.code == 0
-    printed = json.loads(capsys.readouterr().out)
-    with pytest.raises(SystemExit):
-        main(
-            [
-                "matrix",
-                "ci",
-                "--format",
-                "github",
-                "--repo",
-                env["REPO"],
-                "--candidates",
-                env["CANDIDATES"],
-                "--gpus",
-                "all",
-                "--refresh",
-                "2026-W48",
-                "--attest",
-                "--security-gate",
-            ]
-        )
-    assert json.loads(capsys.readouterr().out) == printed
+    printed: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return printed
+
+
+def test_the_publish_matrices_are_exactly_what_matrix_ci_prints(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _load("publish.yml")
+    script = data["jobs"]["plan"]["steps"][-1]["run"]
+    assert (
+        'torchyard publish --plan --repo "$REPO" --only "$ONLY" --refresh "$REFRESH" --report published.json' in script
+    )
+    build, gpu = _ci_commands(script)
+    assert build[3:5] == ["--format", "github"] and gpu[3:5] == ["--format", "github-gpu"]
+    assert build[-2:] == gpu[-2:] == ["--plan-report", "published.json"]  # what is published gets no job
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "published.json").write_text(json.dumps({"schema": 1, "repo": "ghcr.io/acme/torchyard", "items": []}))
+    printed, legs = _run(build[1:], capsys), _run(gpu[1:], capsys)
+    common = ["--repo", "ghcr.io/acme/torchyard", "--candidates", "ghcr.io/acme/torchyard-candidates", "--gpus", "all"]
+    plain = ["matrix", "ci", "--format", "github", *common, "--refresh", "2026-W48", "--attest", "--security-gate"]
+    assert _run(plain, capsys) == printed
+    assert _run(["matrix", "ci", "--format", "github-gpu", *common, "--refresh", "2026-W48"], capsys) == legs
     consumed = {
-        job
-        for job, body in data["jobs"].items()
-        if body.get("strategy", {}).get("matrix") == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+        job: body["strategy"]["matrix"] for job, body in data["jobs"].items() if "matrix" in body.get("strategy", {})
     }
-    assert consumed == {"build", "gpu-smoke"}
-    expressions = re.findall(r"\$\{\{(.*?)\}\}", (ROOT / ".github/workflows/publish.yml").read_text())
-    referenced = {name for e in expressions for name in re.findall(r"(?<![\w.])matrix\.([\w-]+)", e)}
-    assert referenced == {"id", "runs-on", "smoke-runs-on", "build", "smoke", "push"}
-    assert printed["include"] and all(referenced <= set(entry) for entry in printed["include"])
+    assert consumed == {
+        "build": "${{ fromJSON(needs.plan.outputs.matrix) }}",
+        "promote": "${{ fromJSON(needs.plan.outputs.matrix) }}",
+        "gpu-smoke": "${{ fromJSON(needs.plan.outputs.gpu) }}",
+    }
+    for job, matrix in (("build", printed), ("promote", printed), ("gpu-smoke", legs)):
+        expressions = re.findall(r"\$\{\{(.*?)\}\}", json.dumps(data["jobs"][job]))
+        referenced = {name for e in expressions for name in re.findall(r"(?<![\w.])matrix\.([\w-]+)", e)}
+        assert referenced and matrix["include"], job
+        assert all(referenced <= set(entry) for entry in matrix["include"]), (job, referenced)
+    ids = {entry["id"] for entry in printed["include"] if entry["gpu"]}
+    assert ids and {leg["id"] for leg in legs["include"]} == ids  # every CUDA image has its GPU legs
+
+
+def test_jobs_run_only_for_what_is_not_published() -> None:
+    """The plan counts the jobs; a matrix job with no entries is an error in GitHub, so the jobs check first."""
+    jobs = _load("publish.yml")["jobs"]
+    outputs = jobs["plan"]["outputs"]
+    assert outputs["builds"] == "${{ steps.matrix.outputs.builds }}"
+    assert outputs["gpu-legs"] == "${{ steps.matrix.outputs.gpu-legs }}"
+    assert jobs["build"]["if"] == "needs.plan.outputs.builds != '0'"
+    assert "needs.plan.outputs.gpu-legs != '0'" in jobs["gpu-smoke"]["if"]
+    assert "needs.plan.outputs.builds != '0'" in jobs["promote"]["if"]
+
+
+def test_hosted_build_runners_free_their_disk_first() -> None:
+    step = _load("publish.yml")["jobs"]["build"]["steps"][0]
+    assert step["if"] == "matrix.hosted"
+    lines = step["run"].splitlines()
+    assert lines[0] == lines[-1] == "df -h /"
+    for folder in ("/usr/share/dotnet", "/usr/local/lib/android", "/opt/ghc"):
+        assert folder in lines[1]
+    assert "docker image prune --all --force" in lines
+
+
+def test_gpu_runners_are_cleaned_up_whatever_happened() -> None:
+    job = _load("publish.yml")["jobs"]["gpu-smoke"]
+    step = job["steps"][-1]
+    assert step["if"] == "always()" and step["env"]["CANDIDATE"] == "${{ matrix.candidate }}"
+    assert '--filter "ancestor=$CANDIDATE" | xargs --no-run-if-empty docker rm --force' in step["run"]
+    assert 'docker image rm --force "$CANDIDATE"' in step["run"]
+    assert job["name"] == "gpu-smoke ${{ matrix.id }} on ${{ matrix.class }}"  # what promote looks for
+
+
+@pytest.mark.parametrize(
+    ("classes", "passed", "code"),
+    [
+        ("ampere hopper", ["gpu-smoke X on ampere", "gpu-smoke X on hopper", "build (X)"], 0),
+        ("ampere hopper", ["gpu-smoke X on ampere", "gpu-smoke Y on hopper"], 1),
+        ("", [], 0),  # a CPU image: its smoke suite ran in its build
+    ],
+)
+def test_promotion_waits_for_every_gpu_leg_of_its_image(
+    tmp_path: Path, classes: str, passed: list[str], code: int
+) -> None:
+    step = _load("publish.yml")["jobs"]["promote"]["steps"][-2]
+    stub = tmp_path / "gh"
+    stub.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(shlex.quote(p) for p in passed) + "\n")
+    stub.chmod(0o755)
+    env = {"PATH": f"{tmp_path}:{os.environ['PATH']}", "ID": "X", "CLASSES": classes, "GITHUB_REPOSITORY": "a/b",
+           "GITHUB_RUN_ID": "1"}  # fmt: skip
+    done = subprocess.run(["bash", "-e", "-c", step["run"]], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == code, done.stdout + done.stderr
+    if code:
+        assert "the GPU smoke of X on hopper did not pass" in done.stdout
 
 
 def test_the_lock_the_plan_resolves_reaches_every_job_that_plans_images() -> None:
