@@ -65,13 +65,16 @@ def notebook_spec(spec: ContainerSpec, port: int) -> ContainerSpec:
     token by name, group 100 for the caller's UID."""
     inside = _env_value(spec, "JUPYTER_PORT") or str(PORT)
     groups = ("--group-add", USERS_GID) if spec.user is not None else ()
+    # a root caller (a root shell, not sudo) owns the folder as root: the server runs as root too (start.sh keeps
+    # NB_UID=0, start-notebook.sh adds --allow-root), so what it writes there belongs to the caller, as for others
+    as_root = ("NB_UID=0", "NB_GID=0") if spec.user is not None and spec.user.split(":")[0] == "0" else ()
     return replace(
         spec,
         command=(),
         name=container_name("torchyard-notebook"),
         workdir=WORK,
         home=HOME,
-        env=(*spec.env, TOKEN),
+        env=(*spec.env, *as_root, TOKEN),
         tty=False,
         interactive=False,
         detach=True,

@@ -15,6 +15,9 @@ split_words() {
 }
 
 command=(jupyter lab --ip=0.0.0.0 "--port=${JUPYTER_PORT:-8888}" --no-browser)
+if [ "$(id -u)" = 0 ]; then # only when NB_UID=0 asked for root (start.sh drops to the user otherwise)
+    command+=(--allow-root)
+fi
 if [ -n "${JUPYTER_BASE_URL:-}" ]; then
     command+=("--ServerApp.base_url=${JUPYTER_BASE_URL}")
 fi

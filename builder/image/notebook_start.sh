@@ -109,13 +109,15 @@ chown_requested() {
 }
 
 as_root() {
-    refit_user
-    chown_requested
-    run_hooks "${HOOKS_BEFORE}"
-    if [ "${NB_UID}" = 0 ]; then
+    if [ "${NB_UID}" = 0 ]; then # root asked for (torchyard run --notebook from a root shell): no refit
+        chown_requested
+        run_hooks "${HOOKS_BEFORE}"
         log "NB_UID=0: running as root: $*"
         exec "$@"
     fi
+    refit_user
+    chown_requested
+    run_hooks "${HOOKS_BEFORE}"
     export HOME="/home/${NB_USER}" USER="${NB_USER}" LOGNAME="${NB_USER}"
     log "running as ${NB_USER} (${NB_UID}:${NB_GID}): $*"
     exec setpriv --reuid="${NB_UID}" --regid="${NB_GID}" --init-groups -- "$@"

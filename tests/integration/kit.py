@@ -32,13 +32,18 @@ class Run:
         return self.out + self.err
 
 
-def torchyard(*args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 3600) -> Run:
-    """`python -m builder ...` in a subprocess, exactly as the console command runs. Builds choose for any
-    machine (TORCHYARD_ANY_HOST=1): what they build must not depend on the GPU of the machine running the tests."""
+def torchyard(
+    *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 3600, cwd: Path = ROOT
+) -> Run:
+    """`python -m builder ...` in a subprocess, exactly as the console command runs (in `cwd`, the repository by
+    default). Builds choose for any machine (TORCHYARD_ANY_HOST=1): what they build must not depend on the GPU of
+    the machine running the tests."""
     merged = {**os.environ, "TORCHYARD_ANY_HOST": "1", **(env or {})}
+    if cwd != ROOT:  # `-m builder` from another folder: this checkout's package
+        merged["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
         [sys.executable, "-m", "builder", *args],
-        cwd=ROOT,
+        cwd=cwd,
         env=merged,
         input=stdin,
         capture_output=True,

@@ -13,6 +13,7 @@ test_devcontainer.py, on every recorded machine).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import socket
@@ -46,10 +47,13 @@ def get(url: str, token: str | None = None) -> int:
 
 
 @pytest.fixture
-def started(notebook: str) -> Iterator[tuple[int, str, str]]:
-    """(port, token, container name) of `torchyard run --notebook --detach --port P IMAGE`; removed after."""
+def started(notebook: str, tmp_path: Path) -> Iterator[tuple[int, str, str]]:
+    """(port, token, container name) of `torchyard run --notebook --detach --port P IMAGE`, typed in tmp_path (its
+    work folder); removed after."""
     port = free_port()
-    ran = torchyard("run", "--notebook", "--detach", "--force", "--port", str(port), notebook, timeout=300)
+    ran = torchyard(
+        "run", "--notebook", "--detach", "--force", "--port", str(port), notebook, timeout=300, cwd=tmp_path
+    )
     found, name = URL.fullmatch(ran.out.strip()), NAME.search(ran.err)
     try:
         assert ran.code == 0, ran.err[-3000:]
@@ -69,6 +73,21 @@ def test_run_notebook_prints_a_url_whose_token_opens_the_server(started: tuple[i
     token_seen = docker("inspect", "--format", "{{json .Config.Env}}", name)
     assert f"JUPYTER_TOKEN={token}" in token_seen.stdout  # given by name, its value from the CLI's environment
     assert token not in docker("inspect", "--format", "{{json .Args}}", name).stdout
+
+
+def test_a_notebook_saved_from_the_server_is_the_callers_in_the_folder(
+    started: tuple[int, str, str], tmp_path: Path
+) -> None:
+    port, token, _ = started
+    body = json.dumps(
+        {"type": "notebook", "content": {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}}
+    )
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/contents/saved.ipynb", data=body.encode(),
+                                     method="PUT", headers={"Authorization": f"token {token}"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=10) as reply:
+        assert reply.status in (200, 201)
+    saved = tmp_path / "saved.ipynb"
+    assert saved.is_file() and saved.stat().st_uid == os.getuid(), "the caller's, in the folder run was typed in"
 
 
 def test_run_notebook_dry_run_publishes_the_port_without_host_network(notebook: str) -> None:

@@ -127,6 +127,7 @@ def test_dry_run_publishes_the_port_on_localhost_with_the_callers_uid_and_no_hos
         "docker", "run", "--name", name, "-d", *flags, "--ipc=host",
         "-v", f"{os.getcwd()}:/home/jovyan/work", "-w", "/home/jovyan/work",
         "--user", ME, "-e", "HOME=/home/jovyan", "-e", f"USER={user}", "-e", f"LOGNAME={user}",
+        *(["-e", "NB_UID=0", "-e", "NB_GID=0"] if ME.startswith("0:") else []),  # a root shell's caller: root
         "-e", "JUPYTER_TOKEN", "-p", "127.0.0.1:8888:8888", "--group-add", "100",
         notebook_image(system, docker)[0],
     ]  # fmt: skip
@@ -267,3 +268,13 @@ def test_wait_ready_gives_up_after_its_timeout() -> None:
 )
 def test_not_ready_says_why(state: State | None, said: str | None) -> None:
     assert not_ready(state) == said
+
+
+@pytest.mark.parametrize(("user", "root_env"), [("0:0", True), ("1000:1000", False), (None, False)])
+def test_a_root_caller_keeps_the_server_root_and_any_other_gets_no_nb_uid(user: str | None, root_env: bool) -> None:
+    from builder.engine.interactive import ContainerSpec
+    from builder.host.notebook_launch import notebook_spec
+
+    spec = notebook_spec(ContainerSpec(image="img", name="n", user=user), 8888)
+    assert (("NB_UID=0" in spec.env) and ("NB_GID=0" in spec.env)) is root_env
+    assert spec.env[-1] == "JUPYTER_TOKEN" and not any(e.startswith("NB_UID=") and e != "NB_UID=0" for e in spec.env)
