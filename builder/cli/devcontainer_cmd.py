@@ -3,6 +3,7 @@ finds here (the notebook flavor unless --flavor runtime) and this engine's GPU f
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,8 +94,14 @@ def devcontainer_cmd(ctx: click.Context, flags: DevcontainerFlags) -> None:
     write_report_file(target, render_json(devcontainer_json(spec)))
     for line in (*notes, *gpu.notes):
         click.echo(f"torchyard: {line}", err=True)
+    # the CLI finds .devcontainer/devcontainer.json or .devcontainer.json itself; any other path it is told
+    found_itself = target.resolve() in (
+        Path(".devcontainer/devcontainer.json").resolve(),
+        Path(".devcontainer.json").resolve(),
+    )
+    config = "" if found_itself else f" --config {shlex.quote(str(target))}"
     click.echo(f"wrote {target} ({image}); open the folder in VS Code (Dev Containers: Reopen in Container), or: "
-               f"devcontainer up --workspace-folder .")  # fmt: skip
+               f"devcontainer up --workspace-folder .{config}")  # fmt: skip
 
 
 def _located(d: Diagnosis) -> tuple[str, list[str]]:

@@ -79,8 +79,10 @@ def devcontainer_json(spec: DevcontainerSpec) -> dict[str, Any]:
     }
     if notebook:
         found["updateRemoteUserUID"] = True
-    if spec.serve:
+    if spec.serve:  # the server runs as the (UID-updated) user the CLI gives the home to, not as the image's 1000
         found["forwardPorts"] = [8888]
+        if notebook:
+            found["containerUser"] = NOTEBOOK_USER
     if spec.gpu.requirement is not None:
         found["hostRequirements"] = {"gpu": spec.gpu.requirement}
     return found

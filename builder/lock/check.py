@@ -118,6 +118,10 @@ def _by_hash(lock: LockFile, pin: Pin, files: list[tuple[str, IndexFile]]) -> Fi
     fitting = [(i, f) for i, f in of_version if _fits(f, lock.python, lock.machine)] or of_version
     index = fitting[0][0]
     shown = [f for _, f in fitting]
+    if all(f.sha256 is None for _, f in of_version):  # nothing to compare with: neither holds nor changed
+        return Finding(pin=pin, status=NOT_CHECKED, index=index, now=_pairs(shown),
+                       detail=f"{index} gives no sha256 for {pin.name}=={pin.version}: pinned sha256 "
+                              f"{', '.join(pin.hashes)}")  # fmt: skip
     return Finding(pin=pin, status=CHANGED, index=index, now=_pairs(shown),
                    detail=f"pinned sha256 {', '.join(pin.hashes)}; {index} now serves {_named(shown)}")  # fmt: skip
 

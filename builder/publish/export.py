@@ -16,7 +16,6 @@ from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 
 HOSTED_RUNNER = "ubuntu-latest"
-ARM_RUNNER = "ubuntu-24.04-arm"  # GitHub's hosted arm64 runner: arm64 images build natively, not emulated
 GPU_RUNNER = list(DEFAULT_GPU_CLASSES[0].labels)
 ARM_GPU_RUNNER = list(DEFAULT_GPU_CLASSES[1].labels)  # a Grace machine (GH200, GB200, DGX Spark) of your own
 

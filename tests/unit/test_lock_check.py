@@ -13,7 +13,7 @@ import requests
 from http_kit import Net, json_answer
 
 from builder.cli.main import main
-from builder.lock.check import CHANGED, GONE, HOLDS, UNREACHABLE, check_locks
+from builder.lock.check import CHANGED, GONE, HOLDS, NOT_CHECKED, UNREACHABLE, check_locks
 from builder.lock.locate import PYPI
 from builder.lock.model import Artifact, Lock, Locked
 from builder.lock.pins import read_lock
@@ -76,6 +76,18 @@ def test_a_pin_whose_hash_changed_names_the_index_and_both_hashes(tmp_path: Path
     from_requirements = found["requirements.txt", "torch"]
     assert from_requirements.status == CHANGED and from_requirements.now == ((TORCH, NEW),)  # cp312's not shown
     assert found["pylock.toml", "six"].status == HOLDS
+
+
+def test_an_index_that_gives_no_hashes_leaves_a_requirements_pin_not_checked(tmp_path: Path) -> None:
+    net = Net()
+    body = {"meta": {"api-version": "1.1"}, "name": "torch", "files": [{"filename": TORCH, "url": "https://f/t"}]}
+    net.route(
+        "GET", f"{TORCH_INDEX}/torch/", json_answer(body, {"Content-Type": "application/vnd.pypi.simple.v1+json"})
+    )
+    _page(net, PYPI, "six", (SIX, SIX_SHA))
+    found = _check(net, *_write(tmp_path))
+    assert found["requirements.txt", "torch"].status == NOT_CHECKED, found["requirements.txt", "torch"].detail
+    assert found["pylock.toml", "torch"].status == NOT_CHECKED  # unknown is neither holds nor changed
 
 
 def _line(path: Path, text: str) -> int:
