@@ -24,6 +24,7 @@ from builder.host.locate import (
 from builder.host.probe import Host, fill_from_host
 from builder.host.runtime import DEFAULT_SHM_MIB, RuntimeReading
 from builder.matrix.model import Matrix, OSBase
+from builder.render.spec import notebook_problem
 from builder.render.tags import image_tags
 from builder.resolve import lifecycle
 from builder.resolve.combos import Combination
@@ -120,7 +121,12 @@ def diagnose(
         d.problems += _why_nothing(m, choice.gpu_query) if choice.fallback else []
         if choice.result is not None:
             d.problems.append(_NO_GPU_IMAGE)
-    if choice.result is not None:
+    chosen = choice.result.combo if choice.result is not None else None
+    no_notebook = notebook_problem(m, chosen) if chosen is not None and flavor is Flavor.NOTEBOOK else None
+    if chosen is not None and no_notebook is not None:  # not a build line that would fail: what is wrong instead
+        fix = "ask for another Python (--python 3.11 or newer) or an OS whose Python is (--os debian13)"
+        d.problems.append(Problem("notebook", f"{chosen.id} has no notebook image: {no_notebook}", fix))
+    elif choice.result is not None:
         d.recommended = _recommend(m, choice.result, runtime, repo, gpu=gpu, flavor=flavor)
         d.problems += _newer_out_of_reach(m, hq.query, choice.result) if gpu else []
     else:  # after a fallback, the CPU question is the one that found nothing

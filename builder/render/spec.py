@@ -187,6 +187,13 @@ def _inference(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[
     return onnx.packages(m, c, found), ()
 
 
+def notebook_problem(m: Matrix, c: Combination) -> str | None:
+    """Why combination c has no notebook image (None: it has one); what run --notebook and devcontainer say
+    instead of a build line that would fail."""
+    unavailable = _notebook(m, c)[1]
+    return unavailable[0][1] if unavailable else None
+
+
 def _notebook(m: Matrix, c: Combination) -> tuple[tuple[str, ...], tuple[tuple[Flavor, str], ...]]:
     """The notebook image's pinned packages ([[notebook_tool]]), or why the combination has none: a pin whose
     Requires-Python refuses the combination's Python."""

@@ -278,3 +278,10 @@ def test_a_root_caller_keeps_the_server_root_and_any_other_gets_no_nb_uid(user: 
     spec = notebook_spec(ContainerSpec(image="img", name="n", user=user), 8888)
     assert (("NB_UID=0" in spec.env) and ("NB_GID=0" in spec.env)) is root_env
     assert spec.env[-1] == "JUPYTER_TOKEN" and not any(e.startswith("NB_UID=") and e != "NB_UID=0" for e in spec.env)
+
+
+def test_a_combination_without_a_notebook_image_gets_the_reason_not_a_build_line_that_fails(notebook: Notebook) -> None:
+    result = notebook("--dry-run", "--python", "3.10", "--os", "ubuntu22.04")
+    assert result.code == 1, result.out + result.err
+    assert "has no notebook image: ipykernel 7.4.0 requires Python >=3.11" in result.err
+    assert "--target notebook" not in result.err and "torchyard build" not in result.err
