@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from builder.core.kinds import Flavor, Strategy
 from builder.core.versions import minor_str
-from builder.host.choose import choose_here, cpu_query
+from builder.host.choose import HostChoice, choose_here, cpu_query
 from builder.host.image_inspect import judge, label_facts
 from builder.host.locate import (
     Judge,
@@ -100,6 +100,8 @@ def diagnose(
     the image to run is located (host.locate: the local engine, the team's registry repository); `flavor`: which
     of the combination's images (run --notebook and devcontainer ask for the notebook image)."""
     choice = choose_here(m, host, wish)
+    if flavor is Flavor.NOTEBOOK and wish.python is None:
+        choice = _with_notebook(m, host, wish, choice)
     hq = choice.here
     fix = "update torchyard (pip install -U torchyard), whose matrix may know it"
     d = Diagnosis(
@@ -137,6 +139,19 @@ def diagnose(
     d.problems += lifecycle_problems(m, d)
     d.problems = list(dict.fromkeys(d.problems))  # the GPU and the CPU question can fail on the same rule
     return d
+
+
+def _with_notebook(m: Matrix, host: Host, wish: RawQuery, choice: HostChoice) -> HostChoice:
+    """The machine's choice when it has a notebook image, else the best choice among the Pythons every notebook
+    package accepts (the oldest first, as close to the first choice as it gets), else the first choice."""
+    if choice.result is None or notebook_problem(m, choice.result.combo) is None:
+        return choice
+    pythons = sorted({p for o in m.os for p in o.pythons()}, key=lambda p: tuple(int(n) for n in p.split(".")))
+    for python in pythons:
+        other = choose_here(m, host, replace(wish, python=python))
+        if other.result is not None and notebook_problem(m, other.result.combo) is None:
+            return other
+    return choice
 
 
 def lifecycle_problems(m: Matrix, d: Diagnosis) -> list[Problem]:
