@@ -98,18 +98,18 @@ def _env_value(spec: ContainerSpec, name: str) -> str | None:
 
 
 def start_notebook(spec: ContainerSpec, port: int, engine: Containers, say: Say, *, token: str | None = None,
-                   timeout: float = READY_TIMEOUT) -> Notebook:  # fmt: skip
+                   timeout: float | None = None) -> Notebook:  # fmt: skip
     """Start it and wait for healthy; not ready (exited, unhealthy, no health check, too slow): its last log lines
     said, removed, NotReadyError (exit 4); interrupted meanwhile: removed, Interrupted."""
     token = token or secrets.token_hex(24)
-    engine.start(spec, {TOKEN: token})
-    try:
-        problem = wait_ready(engine, spec.name, timeout)
+    try:  # a Ctrl-C or SIGTERM from `docker run -d` on removes the container (it holds the port)
+        engine.start(spec, {TOKEN: token})
+        problem = wait_ready(engine, spec.name, READY_TIMEOUT if timeout is None else timeout)
+        said = engine.logs(spec.name, LOG_LINES).rstrip() if problem is not None else ""
     except KeyboardInterrupt:
         engine.stop(spec.name)
         raise Interrupted(f"interrupted: notebook container {spec.name} removed") from None
     if problem is not None:
-        said = engine.logs(spec.name, LOG_LINES).rstrip()
         for line in said.splitlines() if said else ["(the container wrote no log lines)"]:
             say(f"  | {line}")
         engine.stop(spec.name)
@@ -129,10 +129,13 @@ def wait_ready(
     while True:
         state = engine.state(name)
         problem = not_ready(state)
-        if problem is not None or (state is not None and state.health == "healthy"):
+        if state is not None and state.health == "healthy":
+            return None
+        # unhealthy is not final while time is left: a slow first start turns healthy again
+        if problem is not None and not (state is not None and state.health == "unhealthy"):
             return problem
         if clock() > deadline:
-            return f"its health check had not passed after {timeout:.0f} s"
+            return problem or f"its health check had not passed after {timeout:.0f} s"
         sleep(POLL)
 
 

@@ -22,6 +22,7 @@ from builder.cli.main import main
 from builder.core.kinds import Flavor
 from builder.engine.detached import State
 from builder.engine.interactive import ContainerSpec, docker_run_argv
+from builder.host import notebook_launch
 from builder.host.doctor import diagnose
 from builder.host.notebook_launch import not_ready, refuse_for_notebook, wait_ready
 from builder.host.probe import probe
@@ -193,7 +194,11 @@ def test_ctrl_c_or_sigterm_while_following_stops_and_removes_it(
     )
 
 
-def test_an_unhealthy_server_prints_its_last_lines_is_removed_and_exits_4(notebook: Notebook) -> None:
+def test_an_unhealthy_server_prints_its_last_lines_is_removed_and_exits_4(
+    notebook: Notebook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(notebook_launch, "READY_TIMEOUT", 0.3)  # unhealthy is final only at the deadline
+    monkeypatch.setattr(notebook_launch, "POLL", 0.05)
     containers = FakeContainers(states=[State("running", "starting"), State("running", "unhealthy")])
     result = notebook("--detach", engine=local_notebook(), containers=containers)
     assert result.code == 4
@@ -239,6 +244,21 @@ def test_a_local_runtime_image_is_not_taken_for_the_notebook(notebook: Notebook)
     assert result.code == 0, result.err
     assert shlex.split(result.out)[-1] == ref
     assert f"{ref} is not in the local engine" in result.err
+
+
+def test_unhealthy_is_waited_out_until_the_deadline_and_a_slow_start_that_recovers_is_ready() -> None:
+    now = [0.0]
+
+    def sleep(seconds: float) -> None:
+        now[0] += 1.0
+
+    unhealthy: list[State | None] = [State("running", "unhealthy")]
+    recovers = FakeContainers(states=unhealthy * 3 + [State("running", "healthy")])
+    assert wait_ready(recovers, "c", 10.0, clock=lambda: now[0], sleep=sleep) is None
+    now[0] = 0.0
+    stays = FakeContainers(states=unhealthy)
+    assert wait_ready(stays, "c", 5.0, clock=lambda: now[0], sleep=sleep) == "its health check failed (unhealthy)"
+    assert now[0] > 5.0, "given up only at the deadline"
 
 
 def test_wait_ready_gives_up_after_its_timeout() -> None:
