@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from builder.core.provenance import provenance_labels, source_date_epoch
 from builder.core.stage_times import describe
 from builder.engine import DockerEngine, build_command
 from builder.pipeline.context_dir import check_output
+from builder.pipeline.hygiene_allowlist import Accepted, read_hygiene_allowlist
 from builder.pipeline.multiplatform import build_platforms, index_tags
 from builder.pipeline.pipeline import BuildSettings, Outcome, build
 from builder.pipeline.plan import Plan, build_request, plan_json, tag_refs
@@ -51,10 +52,14 @@ class BuildFlags:
     security_gate: bool
     allowlist: str | None
     shared: Mapping[str, Any]
+    hygiene_allowlist: str | None = None
+    accepted: tuple[Accepted, ...] = field(init=False)  # --hygiene-allowlist's entries, read once here
 
     def __post_init__(self) -> None:
         parse_gpus(self.gpus)
         check_gate_flags(self.security_gate, self.allowlist)
+        path = self.hygiene_allowlist
+        object.__setattr__(self, "accepted", read_hygiene_allowlist(path) if path else ())
 
 
 @click.command("build")
@@ -66,6 +71,11 @@ class BuildFlags:
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
 @trust_options
 @gate_options
+@click.option(
+    "--hygiene-allowlist",
+    metavar="FILE",
+    help="The hygiene checks' accepted exceptions, each with an expiry date (docs/contract.md).",
+)
 @click.pass_context
 @takes(BuildFlags)
 def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
@@ -97,6 +107,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         trust=trust,
         security_gate=gate,
         epoch=source_date_epoch(),
+        hygiene=flags.accepted,
     )
     if chosen.more:
         _build_platforms(chosen.plans, settings)

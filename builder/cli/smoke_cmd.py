@@ -16,6 +16,7 @@ from builder.core.errors import BuildError, UsageError
 from builder.core.files import check_writable, read_text, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.engine import DockerEngine
+from builder.pipeline.hygiene_allowlist import Accepted, read_hygiene_allowlist
 from builder.pipeline.suite import SmokeOptions, for_platform, run_smoke
 from builder.smoke.manifest import Manifest
 from builder.smoke.runner import load_checks, unknown_prefix
@@ -39,7 +40,9 @@ class SmokeFlags:
     report_path: str | None
     junit: str | None
     only: tuple[str, ...] = ()
+    hygiene_allowlist: str | None = None
     wanted: Platform = field(init=False)  # --platform, else this machine's
+    accepted: tuple[Accepted, ...] = field(init=False)  # --hygiene-allowlist's entries, read once here
 
     def __post_init__(self) -> None:
         parse_gpus(self.gpus)
@@ -50,6 +53,8 @@ class SmokeFlags:
             _check_prefixes(self.only)
         wanted = parse_platform(self.platform) if self.platform else Platform.here() or Platform.AMD64
         object.__setattr__(self, "wanted", wanted)
+        path = self.hygiene_allowlist
+        object.__setattr__(self, "accepted", read_hygiene_allowlist(path) if path else ())
 
     def options(self) -> SmokeOptions:
         return SmokeOptions(
@@ -60,6 +65,7 @@ class SmokeFlags:
             expect_file=Path(self.expect_file) if self.expect_file else None,
             use_host_copy=self.host_copy,
             only=self.only,
+            accepted=self.accepted,
         )
 
 
@@ -103,6 +109,11 @@ def _check_prefixes(prefixes: tuple[str, ...]) -> None:
     multiple=True,
     metavar="PREFIX",
     help="Run only the checks whose names start with PREFIX (repeatable): gpu., version.torch, ...",
+)
+@click.option(
+    "--hygiene-allowlist",
+    metavar="FILE",
+    help="The hygiene checks' accepted exceptions, each with an expiry date (docs/contract.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON report (docs/schemas.md) instead of the summary.")
 @click.option("--report", "report_path", metavar="FILE", help="Write the JSON report here.")

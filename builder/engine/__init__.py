@@ -10,7 +10,16 @@ containers: runs.
 from builder.engine.containers import DockerEngine
 from builder.engine.images import build_command, split_ref
 from builder.engine.probe import MIN_API, find_build_client
-from builder.engine.types import BuildRequest, Engine, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.engine.types import (
+    BuildRequest,
+    Engine,
+    EngineInfo,
+    ImageInfo,
+    Isolation,
+    Mount,
+    RegistryAuth,
+    RunResult,
+)
 
 __all__ = [
     "MIN_API",
@@ -19,6 +28,7 @@ __all__ = [
     "Engine",
     "EngineInfo",
     "ImageInfo",
+    "Isolation",
     "Mount",
     "RegistryAuth",
     "RunResult",

@@ -13,7 +13,7 @@ from builder.core.errors import EngineError, Interrupted
 from builder.core.process import check_cancelled
 from builder.engine.images import Images
 from builder.engine.probe import short
-from builder.engine.types import Mount, RunResult
+from builder.engine.types import Isolation, Mount, RunResult
 
 OWNER_LABEL = "io.torchyard.run-by"  # host:pid of the torchyard process that started the container
 
@@ -30,8 +30,9 @@ class DockerEngine(Images):
         gpus: str | None = None,
         timeout: float = 1800,
         user: str | None = None,
+        isolation: Isolation | None = None,
     ) -> RunResult:
-        with self._container(image, command, mounts, gpus, user) as container:
+        with self._container(image, command, mounts, gpus, user, isolation) as container:
             try:
                 missing = _start(container, image)
                 if missing is not None:
@@ -47,7 +48,13 @@ class DockerEngine(Images):
 
     @contextmanager
     def _container(
-        self, image: str, command: list[str], mounts: tuple[Mount, ...], gpus: str | None, user: str | None
+        self,
+        image: str,
+        command: list[str],
+        mounts: tuple[Mount, ...],
+        gpus: str | None,
+        user: str | None,
+        isolation: Isolation | None = None,
     ) -> Iterator[Any]:
         import docker
 
@@ -59,7 +66,7 @@ class DockerEngine(Images):
             "network_mode": "none",
             "detach": True,
             "user": user,
-        }
+        } | _isolated(isolation)
         if gpus and gpus != "none":
             count = -1 if gpus == "all" else int(gpus)
             kwargs["device_requests"] = [docker.types.DeviceRequest(count=count, capabilities=[["gpu"]])]
@@ -76,6 +83,20 @@ class DockerEngine(Images):
             # containers torchyard starts are always removed; an engine that went away removes nothing
             with suppress(docker.errors.DockerException, OSError):
                 container.remove(force=True)
+
+
+def _isolated(isolation: Isolation | None) -> dict[str, Any]:
+    """The SDK's arguments for Isolation's options (none: the engine's defaults)."""
+    found: dict[str, Any] = {}
+    if isolation is None:
+        return found
+    if isolation.environment:
+        found["environment"] = dict(isolation.environment)
+    if isolation.read_only:
+        found["read_only"] = True
+    if isolation.tmpfs:
+        found["tmpfs"] = dict(folder.partition(":")[::2] for folder in isolation.tmpfs)
+    return found
 
 
 NOT_FOUND = 127  # as a shell says it: the command's executable is not in the image

@@ -49,6 +49,15 @@ class Mount:
     read_only: bool = True
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """More of `docker run`'s options: the environment, a read-only root filesystem, tmpfs mounts."""
+
+    environment: tuple[tuple[str, str], ...] = ()
+    read_only: bool = False
+    tmpfs: tuple[str, ...] = ()  # folders to mount an empty tmpfs on, as --tmpfs takes them: /tmp or /tmp:exec
+
+
 @dataclass(frozen=True, kw_only=True)
 class BuildRequest:
     """One BuildKit build of one target: what the engine needs, with no command-line syntax in it."""
@@ -89,6 +98,7 @@ class Engine(Protocol):
         gpus: str | None = None,
         timeout: float = 1800,
         user: str | None = None,
+        isolation: Isolation | None = None,
     ) -> RunResult: ...
     def history(self, ref: str) -> list[str]: ...
     def save(self, ref: str, path: Path) -> None: ...

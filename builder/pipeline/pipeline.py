@@ -24,6 +24,7 @@ from builder.oci.refs import parse_repo
 from builder.pipeline.attest import attest_image
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.gate import SecurityGate
+from builder.pipeline.hygiene_allowlist import Accepted
 from builder.pipeline.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.pipeline.registry import Registry
 from builder.pipeline.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
@@ -54,6 +55,7 @@ class BuildSettings:
     # under the platform-free tags and its aliases are written after every platform passed: multiplatform.py)
     security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: push the image normalized (builder/oci/normalize.py)
+    hygiene: tuple[Accepted, ...] = ()  # --hygiene-allowlist: the hygiene checks' accepted exceptions
 
 
 @dataclass
@@ -237,7 +239,9 @@ def _smoke(
     arch = plan.custom_archs[0].name if plan.custom_archs else None
     platform = plan.combination.platform.value
     options = for_platform(
-        SmokeOptions(arch=arch, gpus=settings.gpus, require_gpu=bool(settings.gpus)), platform, native
+        SmokeOptions(arch=arch, gpus=settings.gpus, require_gpu=bool(settings.gpus), accepted=settings.hygiene),
+        platform,
+        native,
     )
     if options.small:
         scale = f"timeouts x{options.timeout_scale:g}"

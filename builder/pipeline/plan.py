@@ -18,7 +18,7 @@ from builder.core.kinds import Flavor, Installer, Strategy
 from builder.engine import BuildRequest
 from builder.matrix.model import Matrix
 from builder.pipeline.extension_dir import walk_source
-from builder.render import notebook
+from builder.render import contract, notebook
 from builder.render.dockerfile_context import dockerfile_context
 from builder.render.layers import PLAN_FILE, SPLIT_SCRIPT
 from builder.render.network import Secret
@@ -174,6 +174,7 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         files[FETCH_SCRIPT] = FETCH_SOURCE.read_bytes()
     for target in targets:
         files[f"manifest-{target.flavor.value}.json"] = target.manifest.to_json().encode()
+        files[contract.CONTEXT_FILE.format(flavor=target.flavor.value)] = contract.contract_json(spec, target.flavor)
     if any(t.flavor is Flavor.NOTEBOOK for t in targets):  # start.sh, start-notebook.sh, the health check
         files |= {name: SPLIT_SOURCE.with_name(source).read_bytes() for name, source, _ in notebook.SCRIPTS}
     for name, text in spec.additions.files:  # --requirements, --pip: checked against the pins in the spec

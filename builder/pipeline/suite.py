@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import tempfile
@@ -11,12 +12,15 @@ from typing import Any
 
 from builder.core.errors import BuildError
 from builder.engine import Engine, Mount
+from builder.pipeline import uid_run
+from builder.pipeline.hygiene_allowlist import Accepted, current, expired, for_suite
 from builder.smoke.manifest import Observed
 
 HOST_SMOKE = Path(__file__).resolve().parents[1] / "smoke"
 IN_IMAGE_SMOKE = "/opt/torchyard/smoke"
 MOUNTED_SMOKE = "/opt/torchyard-host/smoke"
 OUT = "/torchyard-out"
+ACCEPT = "accept.json"  # in OUT: the hygiene allowlist's current entries, for the suite's --accept
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,6 +35,8 @@ class SmokeOptions:
     timeout: float = 1800
     small: bool = False  # smaller problems: the image runs emulated (another platform) or on a simulated GPU
     timeout_scale: float = 1.0  # every check's timeout (and the whole run's) times this
+    accepted: tuple[Accepted, ...] = ()  # --hygiene-allowlist: the hygiene checks' accepted exceptions
+    today: datetime.date | None = None  # the day the allowlist's expiry dates are read against (None: today)
 
 
 EMULATED_TIMEOUT_SCALE = 10.0  # QEMU runs aarch64 torch several times slower than the host runs x86_64 torch
@@ -85,7 +91,7 @@ def run_smoke(engine: Engine, image: str, options: SmokeOptions, *, in_image: bo
         if options.expect_file is not None:
             mounts.append(Mount(str(options.expect_file.resolve()), "/torchyard-expect.json"))
             command += ["--expect", "/torchyard-expect.json"]
-        command += _flags(options)
+        command += _flags(options) + _accept(options, tmp)
         timeout = options.timeout * options.timeout_scale
         result = engine.run(image, command, mounts=tuple(mounts), gpus=options.gpus, timeout=timeout)
         if result.exit_code == 127:  # no `python` on PATH: many images only have python3
@@ -96,7 +102,34 @@ def run_smoke(engine: Engine, image: str, options: SmokeOptions, *, in_image: bo
             reason = "timed out" if result.timed_out else f"exited {result.exit_code} without a report"
             raise BuildError(f"smoke suite in {image} {reason}: {result.output.strip()[-600:]}")
         junit = (Path(tmp) / "junit.xml").read_text() if (Path(tmp) / "junit.xml").exists() else ""
-        return SmokeReport(result.exit_code, json.loads(report_path.read_text()), junit, result.output)
+        found = SmokeReport(result.exit_code, json.loads(report_path.read_text()), junit, result.output)
+        if uid_run.left_to_host(found.data):
+            suite_mounts = tuple(m for m in mounts if m.target == MOUNTED_SMOKE)
+            done = uid_run.probe(engine, image, command[:2], suite_mounts, options.timeout_scale)
+            found = replace(found, **uid_run.merged(found, done))
+        return _with_allowlist(found, options)
+
+
+def _accept(options: SmokeOptions, tmp: str) -> list[str]:
+    """--accept with the allowlist's current entries (none: no flag, so a suite older than it still runs)."""
+    entries = current(options.accepted, options.today or datetime.date.today())
+    if not entries:
+        return []
+    (Path(tmp) / ACCEPT).write_text(json.dumps(for_suite(entries)))
+    return ["--accept", f"{OUT}/{ACCEPT}"]
+
+
+def _with_allowlist(found: SmokeReport, options: SmokeOptions) -> SmokeReport:
+    """The allowlist's entries in the report: those applied, those expired (ignored: their check fails again)."""
+    if not options.accepted:
+        return found
+    today = options.today or datetime.date.today()
+    gone = expired(options.accepted, today)
+    applied = current(options.accepted, today)
+    listed = {"applied": [e.line() for e in applied], "expired": [e.line() for e in gone]}
+    data = dict(found.data, hygiene_allowlist=listed)
+    lines = [f"hygiene allowlist: expired, ignored: {e.line()}" for e in gone]
+    return replace(found, data=data, output=found.output.rstrip() + "".join(f"\n{line}" for line in lines) + "\n")
 
 
 def _flags(options: SmokeOptions) -> list[str]:

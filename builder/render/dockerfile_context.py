@@ -9,6 +9,7 @@ from builder import __version__
 from builder.core.kinds import Flavor
 from builder.core.versions import minor_str
 from builder.image.pip_guard import CONSTRAINTS
+from builder.render import contract
 from builder.render.additions import Additions
 from builder.render.layers import LayerPlan
 from builder.render.notebook import notebook_context
@@ -71,6 +72,7 @@ def _finish(spec: ImageSpec, flavor: Flavor) -> dict[str, Any]:
     """What a final stage sets: its manifest, PATH, environment and labels."""
     return {
         "manifest_file": f"manifest-{flavor.value}.json",
+        "contract_file": contract.CONTEXT_FILE.format(flavor=flavor.value),
         "path": spec.path(flavor),
         "env": list(spec.env(flavor)),
         "labels": spec.labels(flavor),

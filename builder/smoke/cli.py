@@ -29,13 +29,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-gpu-checks", action="store_true", help="leave the GPU checks out entirely")
     p.add_argument("--timeout-scale", type=float, default=1.0, help="multiply every check's timeout")
     p.add_argument("--small", action="store_true", help="smaller problems (simulated/emulated devices)")
+    p.add_argument("--accept", metavar="FILE", help="the hygiene checks' accepted exceptions (JSON: check -> list)")
     for key in STACK_KEYS:
         p.add_argument(f"--expect-{key}", metavar="VERSION", help=f"expected {key} (overrides the manifest)")
     return p
 
 
 # Helper processes some checks start (`python <smoke dir> --smoke-helper NAME CONFIG`): module, function.
-HELPERS = {"ddp-rank": ("ddp_rank", "main"), "determinism": ("checks_determinism", "run_child")}
+HELPERS = {
+    "ddp-rank": ("ddp_rank", "main"),
+    "determinism": ("checks_determinism", "run_child"),
+    "uid-probe": ("uid_probe", "main"),  # hygiene.uid, started by the host as another user (builder/pipeline)
+}
 
 
 def helper(name: str, config: str) -> int:
@@ -49,6 +54,14 @@ def _check_prefixes(prefixes: list[str]) -> None:
     bad = unknown_prefix(prefixes)
     if bad is not None:
         parser().error(f"--only {bad!r}: no check's name starts with it")
+
+
+def _accepted(path: str | None) -> dict[str, list[str]]:
+    if path is None:
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        found = json.load(handle)
+    return {str(key): [str(item) for item in items] for key, items in dict(found).items()}
 
 
 def main(argv: list[str]) -> int:
@@ -69,6 +82,7 @@ def main(argv: list[str]) -> int:
         require_gpu=args.require_gpu,
         small=args.small,
         timeout_scale=args.timeout_scale,
+        accepted=_accepted(args.accept),
     )
     checks = [c for c in load_checks() if not (args.no_gpu_checks and c.gpu)]
     if args.only:

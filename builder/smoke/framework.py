@@ -29,6 +29,7 @@ class Context:
     small: bool = False  # smaller problems (simulated or emulated devices): figures are not comparable
     timeout_scale: float = 1.0  # --timeout-scale: a check that waits on processes of its own keeps inside it
     observed: dict[str, Any] = field(default_factory=dict)  # facts read from the image, for the report
+    accepted: dict[str, list[str]] = field(default_factory=dict)  # --accept: a hygiene check's accepted exceptions
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Import order is run order within each kind; the no-GPU checks run first, then the GPU ones.
 _MODULES = (
+    "checks_hygiene",  # first: what it looks for in /tmp is the image's, not what the other checks leave there
     "checks_cpu",
     "checks_data",
     "checks_gpu",
@@ -85,6 +86,7 @@ def worker(config: dict[str, Any], protocol: IO[str]) -> None:
         require_gpu=config["require_gpu"],
         small=bool(config.get("small")),
         timeout_scale=float(config.get("timeout_scale", 1.0)),
+        accepted=dict(config.get("accepted") or {}),
     )
     by_name = {c.name: c for c in load_checks()}
     for name in config["names"]:
@@ -174,6 +176,7 @@ def _start_worker(names: list[str], ctx: Context, probe_gpu: bool, shared: bool)
         "require_gpu": ctx.require_gpu,
         "small": ctx.small,
         "timeout_scale": ctx.timeout_scale,
+        "accepted": ctx.accepted,
         "names": names,
         "probe_gpu": probe_gpu,
     }

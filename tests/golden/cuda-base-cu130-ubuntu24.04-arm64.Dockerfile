@@ -45,6 +45,8 @@ ENV LANG=C.UTF-8 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 COPY --from=os-files /tmp/torchyard-os-tree/ /
+# What the base image's apt left behind (package lists, downloaded packages) is no part of the image (docs/contract.md)
+RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, its wheel's binary), beside the os stage --------
@@ -233,6 +235,7 @@ ENV PATH=/opt/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/s
 FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchyard/manifest.json
+COPY contract-runtime.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
@@ -269,6 +272,7 @@ CMD ["python"]
 FROM toolchain AS devel
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 COPY --from=manifests /opt/torchyard/manifests/manifest-devel.json /etc/torchyard/manifest.json
+COPY contract-devel.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
@@ -318,6 +322,7 @@ RUN --mount=type=cache,id=uv-ubuntu24.04,target=/root/.cache/uv,sharing=locked \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
     uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'cuda-toolkit[curand]==13.0.3' 'onnxruntime-gpu==1.31.1'
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
+COPY contract-inference.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \
@@ -385,6 +390,7 @@ COPY --chmod=0755 notebook/start.sh /usr/local/bin/start.sh
 COPY --chmod=0755 notebook/start-notebook.sh /usr/local/bin/start-notebook.sh
 COPY --chmod=0755 notebook/notebook-healthcheck.py /usr/local/bin/notebook-healthcheck.py
 COPY --from=manifests /opt/torchyard/manifests/manifest-notebook.json /etc/torchyard/manifest.json
+COPY contract-notebook.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
 ENV PATH=/opt/venv/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     VIRTUAL_ENV=/opt/venv \

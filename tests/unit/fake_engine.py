@@ -27,7 +27,7 @@ import builder.engine.probe
 from builder.core.errors import BuildError, PushError
 from builder.core.kinds import Platform
 from builder.core.versions import minor_str
-from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult, build_command
+from builder.engine import BuildRequest, EngineInfo, ImageInfo, Isolation, Mount, RegistryAuth, RunResult, build_command
 from builder.oci.client import Manifest
 from builder.pipeline.plan import Plan
 from builder.pipeline.registry import Registry
@@ -279,6 +279,7 @@ class FakeEngine:
         gpus: str | None = None,
         timeout: float = 1800,
         user: str | None = None,
+        isolation: Isolation | None = None,
     ) -> RunResult:
         self.calls.append(Call("run", (image, *command), mounts=mounts, gpus=gpus))
         if self.fail_run is not None:

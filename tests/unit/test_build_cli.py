@@ -335,7 +335,7 @@ def smoke_engine(engines: Engines, ours: bool = True) -> FakeEngine:
         (
             ("--only", "gpu.", "--only", "gpus"),
             "--only 'gpus': no check's name starts with it (e.g. arch., compile., ddp., determinism., devel., "
-            "gpu., import., libs., notebook., onnx., profiler., train., version.)",
+            "gpu., hygiene., import., libs., notebook., onnx., profiler., train., version.)",
         ),
         (("--only", ""), "--only '': an empty prefix names no check (leave --only out to run every check)"),
     ],

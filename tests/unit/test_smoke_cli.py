@@ -22,7 +22,7 @@ from fake_torch import FakeImage, FakeTrainer, Installer, manifest
 from fatbin_kit import container, sass, shared_library
 from smoke_kit import CHECKS
 
-from builder.smoke import checks_cpu, cli, report
+from builder.smoke import checks_cpu, checks_hygiene, cli, report
 from builder.smoke.expect import load
 from builder.smoke.framework import FAIL, PASS, SKIP, Check, Context, Result
 from builder.smoke.runner import run_one
@@ -51,6 +51,7 @@ def smoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.Captur
     monkeypatch.setattr(checks_cpu, "_loaded", lambda fragment: f"/venv/lib/{fragment}.9")
     monkeypatch.setattr(ctypes, "CDLL", lambda path: type("Lib", (), {"__getattr__": lambda s, n: int})())
     monkeypatch.setattr(shutil, "which", lambda name: None)
+    _healthy_hygiene(monkeypatch, tmp_path / "image-root")
     default = tmp_path / "etc-torchyard-manifest.json"
     default.write_text(json.dumps(manifest()))
     monkeypatch.setattr(cli, "DEFAULT_MANIFEST", str(default))
@@ -68,6 +69,15 @@ def smoke(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.Captur
         return Run(code, capsys.readouterr().out, scales[-1])
 
     return run
+
+
+def _healthy_hygiene(monkeypatch: pytest.MonkeyPatch, root: Path) -> None:
+    """The hygiene checks look at an image root of the test's (a contract, nothing stray) and pip check passes."""
+    (root / "etc" / "torchyard").mkdir(parents=True)
+    contract = {"contract": 1, "allow": {"top_level": ["etc"], "files": []}, "entrypoint": [], "interpreters": []}
+    (root / "etc" / "torchyard" / "contract.json").write_text(json.dumps(contract))
+    monkeypatch.setattr(checks_hygiene, "ROOT", str(root))
+    monkeypatch.setattr(checks_hygiene, "_run", lambda argv, timeout=60.0: (0, "No broken requirements found."))
 
 
 def statuses(out: str) -> dict[str, str]:
@@ -93,12 +103,13 @@ def test_without_a_gpu_the_gpu_checks_are_skipped_and_the_run_passes(smoke: Smok
         "ddp.cpu",
         "determinism.cpu",
         "devel.nvcc",
+        "hygiene.uid",  # run by the host (builder/pipeline/uid_run.py)
         "import.extensions",
         "notebook.server",
         "onnx.cpu",
         "profiler.cpu",
     ]
-    assert r.out.splitlines()[-1] == f"{len(CPU) - 9} passed, 0 failed, {len(GPU) + 9} skipped"
+    assert r.out.splitlines()[-1] == f"{len(CPU) - 10} passed, 0 failed, {len(GPU) + 10} skipped"
 
 
 def test_require_gpu_without_a_gpu_fails(smoke: Smoke) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from builder.core.errors import BuildError
-from builder.engine import BuildRequest, EngineInfo, ImageInfo, Mount, RegistryAuth, RunResult
+from builder.engine import BuildRequest, EngineInfo, ImageInfo, Isolation, Mount, RegistryAuth, RunResult
 from builder.pipeline.suite import HOST_SMOKE, IN_IMAGE_SMOKE, MOUNTED_SMOKE, OUT, SmokeOptions, run_smoke
 
 REPORT: dict[str, Any] = {
@@ -76,6 +76,7 @@ class FakeEngine:
         gpus: str | None = None,
         timeout: float = 1800,
         user: str | None = None,
+        isolation: Isolation | None = None,
     ) -> RunResult:
         out = Path(next(m.source for m in mounts if m.target == OUT))
         call = Call(image, list(command), mounts, gpus, timeout, stat.S_IMODE(os.stat(out).st_mode))
