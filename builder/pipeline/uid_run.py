@@ -39,12 +39,21 @@ def any_uid(engine: Engine, image: str) -> dict[str, Any]:
     return dict(DEFAULT, **found)
 
 
+def _owned(folder: str, user: str) -> str:
+    """A tmpfs other than /tmp (the notebook's home) mounted as the running UID's: docker copies the image folder's
+    contents and mode into it, so only its owner can be sure to write there."""
+    if folder.split(":", 1)[0] == "/tmp":
+        return folder
+    uid, gid = user.split(":")
+    return f"{folder}{',' if ':' in folder else ':'}uid={uid},gid={gid}"
+
+
 def probe(engine: Engine, image: str, suite: list[str], mounts: tuple[Mount, ...], scale: float) -> Result:
     """The probe in its two containers; `suite` is the interpreter and the suite's folder in the image."""
     settings = any_uid(engine, image)
     user = f"{PROBE_UID}:{settings['group']}"
     env = (("HOME", str(settings["home"])),)
-    tmpfs = tuple(str(folder) for folder in settings["tmpfs"])
+    tmpfs = tuple(_owned(str(folder), user) for folder in settings["tmpfs"])
     runs = (
         (f"as {user}", Isolation(environment=env)),
         (f"as {user}, read-only, tmpfs {' '.join(tmpfs)}", Isolation(environment=env, read_only=True, tmpfs=tmpfs)),

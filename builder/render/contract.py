@@ -118,7 +118,9 @@ def _any_uid(flavor: Flavor) -> dict[str, Any]:
     runtime images expect HOME=/tmp (as `torchyard run` sets it for your UID:GID); the notebook keeps its group-writable
     home (docker-stacks': group users, 100)."""
     if flavor is Flavor.NOTEBOOK:
-        return {"group": notebook.NB_GID, "home": notebook.HOME, "tmpfs": [TMPFS, f"{notebook.HOME}:mode=1777"]}
+        # the home's tmpfs must belong to the UID: docker fills a tmpfs with the image folder's contents and mode
+        # (root's, 2775), whatever mode= says; `uid=UID,gid=GID` is added for the UID that runs (uid_run.py)
+        return {"group": notebook.NB_GID, "home": notebook.HOME, "tmpfs": [TMPFS, notebook.HOME]}
     return {"group": 0, "home": "/tmp", "tmpfs": [TMPFS]}
 
 

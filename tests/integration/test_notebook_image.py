@@ -136,6 +136,18 @@ def test_a_base_url_only_in_notebook_args_is_not_seen_by_the_health_check(notebo
 
 
 NOTEBOOK = {"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+# A kernel (jupyter_client, which ipykernel brings) runs a notebook cell with `%pip install`; exit 0 when the cell ran
+KERNEL_PIP = """
+from jupyter_client.manager import start_new_kernel
+km, kc = start_new_kernel(kernel_name="python3")
+said = []
+cell = "%pip install tabulate\\nimport tabulate, torch\\nprint('imported', torch.__version__)"
+reply = kc.execute_interactive(cell, timeout=240, output_hook=lambda m: said.append(m["content"].get("text", "")))
+kc.stop_channels()
+km.shutdown_kernel(now=True)
+print("".join(said))
+raise SystemExit(0 if reply["content"]["status"] == "ok" else 1)
+"""
 
 
 def test_a_notebook_written_by_the_server_belongs_to_the_caller_and_pip_keeps_torch(
@@ -162,9 +174,11 @@ def test_a_notebook_written_by_the_server_belongs_to_the_caller_and_pip_keeps_to
             run = docker("exec", "-u", f"{CALLER}:100", ctr.id, "python", "-m", "pip", "install", *args, timeout=300)
             return run.returncode, run.stdout + run.stderr
 
-        for package in ("six", "tabulate"):  # six is there already (python-dateutil); tabulate is new
-            code, said = pip(package)
-            assert code == 0, said
+        code, said = pip("six")  # there already (python-dateutil): pip as the user says so and changes nothing
+        assert code == 0, said
+        # `%pip install` in a kernel, as a notebook cell runs it: tabulate is new, installed by the caller's UID
+        kernel = docker("exec", "-u", f"{CALLER}:100", ctr.id, "python", "-c", KERNEL_PIP, timeout=300)
+        assert kernel.returncode == 0 and "imported 2.15.0+cu132" in kernel.stdout, kernel.stdout + kernel.stderr
         torch_before = docker("exec", ctr.id, "python", "-c", "import torch; print(torch.__version__)").stdout
         code, said = pip("torch==2.14.0")
         assert code != 0 and "conflict" in said.lower(), said

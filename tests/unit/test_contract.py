@@ -236,3 +236,11 @@ def test_a_probe_that_fails_fails_hygiene_uid_in_the_report() -> None:
     assert fields["exit_code"] == 1 and fields["data"]["summary"] == {PASS: 1, FAIL: 1, SKIP: 0}
     assert fields["output"].splitlines()[0] == "noise" and "hygiene.uid     FAILED" in fields["output"]
     assert 'name="hygiene.uid"' in fields["junit"]
+
+
+def test_a_home_tmpfs_is_mounted_as_the_running_uid_and_tmp_as_it_is() -> None:
+    from builder.pipeline.uid_run import _owned
+
+    assert _owned("/home/jovyan", "1010:100") == "/home/jovyan:uid=1010,gid=100"
+    assert _owned("/home/x:size=1m", "1010:0") == "/home/x:size=1m,uid=1010,gid=0"
+    assert _owned("/tmp:exec", "1010:100") == "/tmp:exec"
