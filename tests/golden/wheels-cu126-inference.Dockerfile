@@ -45,8 +45,6 @@ ENV LANG=C.UTF-8 \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1
 COPY --from=os-files /tmp/torchyard-os-tree/ /
-# What the base image's apt left behind (package lists, downloaded packages) is no part of the image (docs/contract.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 WORKDIR /workspace
 
 # ---- uv: the OS's Python and the installer (uv==0.13.9, its wheel's binary), beside the os stage --------
@@ -150,6 +148,9 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
 # ---- runtime: the venv on the os stage; no compilers, no pip cache, no build-only packages -----------
 FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# What the base image's apt left behind (package lists, downloaded packages) is no part of the image
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
+RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchyard/manifest.json
 COPY contract-runtime.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -199,6 +200,9 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
     if [ -s /run/secrets/cacert ]; then export SSL_CERT_FILE=/run/secrets/cacert; fi; \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
     uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.26.0'
+# What the base image's apt left behind (package lists, downloaded packages) is no part of the image
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
+RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
 COPY contract-inference.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -267,6 +271,9 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
 COPY --chmod=0755 notebook/start.sh /usr/local/bin/start.sh
 COPY --chmod=0755 notebook/start-notebook.sh /usr/local/bin/start-notebook.sh
 COPY --chmod=0755 notebook/notebook-healthcheck.py /usr/local/bin/notebook-healthcheck.py
+# What the base image's apt left behind (package lists, downloaded packages) is no part of the image
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
+RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
 COPY --from=manifests /opt/torchyard/manifests/manifest-notebook.json /etc/torchyard/manifest.json
 COPY contract-notebook.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
