@@ -32,6 +32,7 @@ class PromoteFlags:
     registry_user: str | None
     registry_password_stdin: bool
     as_json: bool
+    build_tag: bool = True  # --no-build-tag: no <tag>-<YYYYMMDD> beside DST
 
     def __post_init__(self) -> None:
         parse_ref(self.source, "SRC")
@@ -64,6 +65,9 @@ class PromoteFlags:
 @sign_key_option("DST, its platform images, SBOMs and provenance, before DST's tag is written,")
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was done as JSON.")
+@click.option("--build-tag/--no-build-tag", default=True, show_default=True,
+              help="Also write DST's build tag, <tag>-<YYYYMMDD>[.N] (never rewritten), before DST names a new "
+                   "digest.")  # fmt: skip
 @takes(PromoteFlags)
 def promote_cmd(flags: PromoteFlags) -> None:
     """Copy SRC (repo:tag or repo@digest) to DST (repo:tag) inside the registry: blobs by cross-repository
@@ -72,6 +76,7 @@ def promote_cmd(flags: PromoteFlags) -> None:
     from builder.oci.client import Distribution
     from builder.oci.promote import promote
     from builder.oci.zstd import zstd_copy
+    from builder.publish.promote_tag import BuildTagStamp
     from builder.trust import cosign
     from builder.trust.carry import carry
     from builder.trust.keys import signing_key
@@ -80,14 +85,17 @@ def promote_cmd(flags: PromoteFlags) -> None:
     src, dst = parse_ref(flags.source, "SRC"), parse_ref(flags.target, "DST")
     client = Distribution(auth=registry_auth(flags.registry_user, flags.registry_password_stdin))
     carried, before_tag = carry(client, src.repo, dst.repo, key) if flags.attest or key else (None, None)
-    result = promote(client, src, dst, flags.content_hash, before_tag)
+    stamp = BuildTagStamp(client, dst, before_tag) if flags.build_tag else None
+    result = promote(client, src, dst, flags.content_hash, stamp or before_tag)
     signs = cosign.signer(client, dst.repo, key) if key is not None else None
     copy = zstd_copy(client, dst, before_tag=signs) if flags.zstd else None
     if flags.as_json:
         extra = ({"zstd": copy.as_json()} if copy else {}) | ({"attestations": carried.as_json()} if carried else {})
-        emit_json({"schema": 1, **result.as_json()} | extra)
+        emit_json({"schema": 1, **result.as_json(), "build_tag": stamp.written if stamp else None} | extra)
         return
     click.echo(result.summary())
+    if stamp is not None and stamp.written:
+        click.echo(f"build tag {stamp.written} (never rewritten) = {flags.target}")
     if carried is not None:
         click.echo(carried.summary())
     if copy is not None:

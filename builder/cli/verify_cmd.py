@@ -19,7 +19,7 @@ from builder.oci.refs import parse_ref
 @dataclass(frozen=True, kw_only=True)
 class VerifyImageFlags:
     ref: str
-    key_path: Path | None
+    key_paths: tuple[Path, ...]  # several during a key rotation: a signature by any of them passes
     registry_user: str | None
     registry_password_stdin: bool
     as_json: bool
@@ -28,7 +28,7 @@ class VerifyImageFlags:
 
     def __post_init__(self) -> None:
         flags = [f for f, path in (("--sbom", self.sbom_path), ("--provenance", self.provenance_path)) if path]
-        if flags and self.key_path is None:
+        if flags and not self.key_paths:
             raise UsageError(f"{flags[0]}: needs --key PUB (a document is written only once its signature checked out)")
         if self.sbom_path and self.provenance_path and self.sbom_path.absolute() == self.provenance_path.absolute():
             raise UsageError(f"--sbom and --provenance: both name {self.sbom_path}")
@@ -41,8 +41,9 @@ class VerifyImageFlags:
 
 @click.command("verify-image")
 @click.argument("ref", metavar="REF")
-@click.option("--key", "key_path", metavar="PUB", type=click.Path(path_type=Path),
-              help="The team's public key (PEM, ECDSA P-256); without it the signatures are not checked.")  # fmt: skip
+@click.option("--key", "key_paths", metavar="PUB", type=click.Path(path_type=Path), multiple=True,
+              help="The team's public key (PEM, ECDSA P-256); without it the signatures are not checked. Again for "
+                   "each key trusted during a key rotation: a signature by any of them passes.")  # fmt: skip
 @registry_options
 @click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
 @click.option("--sbom", "sbom_path", metavar="PATH", type=click.Path(path_type=Path, dir_okay=False),
@@ -61,9 +62,9 @@ def verify_cmd(flags: VerifyImageFlags) -> None:
 
     image = parse_ref(flags.ref, "REF")
     targets = flags.targets()
-    key = public_key(flags.key_path) if flags.key_path is not None else None
+    keys = {str(path): public_key(path) for path in flags.key_paths}
     client = Distribution(auth=registry_auth(flags.registry_user, flags.registry_password_stdin))
-    verdict = verify_image(client, image, key)
+    verdict = verify_image(client, image, keys if len(keys) > 1 else next(iter(keys.values()), None))
     if flags.as_json:
         emit_json(verdict.as_json())
     else:
@@ -76,7 +77,8 @@ def verify_cmd(flags: VerifyImageFlags) -> None:
         raise CannotTellError(f"{flags.ref}: attached and matching, signatures not checked: give --key PUB")
     written = write_documents(verdict, targets) if targets else []
     if not flags.as_json:
-        click.echo(f"{flags.ref}: verified: signed with the key, SBOM and provenance attached and attested for its "
+        signed = "the key" if len(flags.key_paths) == 1 else "one of the keys"
+        click.echo(f"{flags.ref}: verified: signed with {signed}, SBOM and provenance attached and attested for its "
                    "digest")  # fmt: skip
         for path in written:
             click.echo(f"wrote {path}")

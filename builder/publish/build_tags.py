@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 from builder.core.errors import PushError, TorchyardError
 from builder.core.kinds import AliasStatus, Status
 from builder.core.redact import redact
+from builder.oci.client import Manifest
 from builder.pipeline.registry import Registry
 from builder.publish.report import Report
 
@@ -31,6 +32,12 @@ def build_tag(registry: Registry, ref: str, day: str) -> str:
     will = registry.read(ref)
     if will is None:
         raise PushError(f"{ref} is not in the registry: no build tag written for it")
+    return build_tag_of(registry, ref, will, day)
+
+
+def build_tag_of(registry: Registry, ref: str, will: Manifest, day: str) -> str:
+    """build_tag for a manifest already read (promote: before repo:tag names it, so a failed write leaves the tag
+    where it was and a rerun writes both)."""
     repo, tag = ref.rsplit(":", 1)
     for n in range(1, MAX_PER_DAY + 1):
         candidate = f"{tag}-{day}" + (f".{n}" if n > 1 else "")

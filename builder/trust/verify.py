@@ -7,12 +7,14 @@ Each image is checked by its manifest digest: a copy with one label changed has 
 signature nor the attachments of the original count for it. For an index, its own signature (of the index
 digest: a changed member list is another index) and then every platform's image.
 Without --key the signatures cannot be checked: they are "not checked", and the answer is CANNOT TELL (6).
+Several keys (a key rotation: the old and the new one, docs/trust.md): a signature or attestation by any of them
+passes, and the check names the key that made it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # cryptography loads where a key is used (builder/trust/keys.
 
 PASSED, FAILED, NOT_CHECKED = "passed", "failed", "not checked"
 Problem = Callable[[bytes, str], str | None]  # (content, the image's digest) -> what is wrong, None when nothing
+Keys = Mapping[str, "ec.EllipticCurvePublicKey"]  # the keys trusted, by the name a check shows (their file)
 
 
 @dataclass(frozen=True)
@@ -61,24 +64,32 @@ class Verdict:
         return {"schema": 1, "ref": self.ref, "status": status, "checks": [vars(c) for c in self.checks]}
 
 
-def verify_image(client: Distribution, ref: ImageRef, key: ec.EllipticCurvePublicKey | None) -> Verdict:
+def verify_image(client: Distribution, ref: ImageRef, key: ec.EllipticCurvePublicKey | Keys | None) -> Verdict:
+    """Every check of the image under `ref`; `key`: one key, the keys trusted by name, or None (not checked)."""
+    keys = _trusted(key)
     found = client.manifest(ref.repo, ref.reference)
     if found is None:
         raise PushError(f"{ref}: the registry holds no such image")
     verdict = Verdict(str(ref))
     digests = [found.digest]
     if found.is_index:  # the index is signed itself, and each platform's image is checked as a single one
-        verdict.checks.append(_signature(client, ref.repo, found.digest, found.digest, key, "index signature"))
+        verdict.checks.append(_signature(client, ref.repo, found.digest, found.digest, keys, "index signature"))
         digests = [str(e["digest"]) for e in found.entries()]
     for digest in digests:
-        _check_image(client, ref.repo, digest, key, verdict)
+        _check_image(client, ref.repo, digest, keys, verdict)
     return verdict
 
 
-def _check_image(
-    client: Distribution, repo: RepoRef, digest: str, key: ec.EllipticCurvePublicKey | None, verdict: Verdict
-) -> None:
-    verdict.checks.append(_signature(client, repo, digest, digest, key, "signature"))
+def _trusted(key: ec.EllipticCurvePublicKey | Keys | None) -> Keys:
+    if key is None:
+        return {}
+    if isinstance(key, Mapping):
+        return key
+    return {"the key": key}
+
+
+def _check_image(client: Distribution, repo: RepoRef, digest: str, keys: Keys, verdict: Verdict) -> None:
+    verdict.checks.append(_signature(client, repo, digest, digest, keys, "signature"))
     for name, media_type, problem in _KINDS:
         attached = read_attached(client, repo, digest, media_type)
         if attached is None:
@@ -88,43 +99,64 @@ def _check_image(
         verdict.checks.append(Check(digest, name, FAILED if why else PASSED, why or attached[0]))
         if why is None:
             verdict.documents[(digest, name)] = attached[1]
-        verdict.checks.append(_signature(client, repo, attached[0], digest, key, f"{name} signature"))
+        verdict.checks.append(_signature(client, repo, attached[0], digest, keys, f"{name} signature"))
     for name, media_type, problem in _KINDS:
-        verdict.checks.append(_attestation(client, repo, digest, key, f"{name} attestation", media_type, problem))
+        verdict.checks.append(_attestation(client, repo, digest, keys, f"{name} attestation", media_type, problem))
 
 
-def _signature(
-    client: Distribution, repo: RepoRef, signed: str, image: str, key: ec.EllipticCurvePublicKey | None, name: str
-) -> Check:
-    if key is None:
+def _signature(client: Distribution, repo: RepoRef, signed: str, image: str, keys: Keys, name: str) -> Check:
+    if not keys:
         return Check(image, name, NOT_CHECKED, "no --key PUB given: the signature was not checked")
-    why = cosign.signed_by(client, repo, signed, key)
-    return Check(image, name, FAILED if why else PASSED, why or f"signed with the key ({signed})")
+    problems = []
+    for key_name, key in keys.items():
+        why = cosign.signed_by(client, repo, signed, key)
+        if why is None:
+            return Check(image, name, PASSED, f"signed with {key_name} ({signed})")
+        problems.append(why if len(keys) == 1 else f"{key_name}: {why}")
+    return Check(image, name, FAILED, "; ".join(problems))
 
 
 def _attestation(
     client: Distribution,
     repo: RepoRef,
     digest: str,
-    key: ec.EllipticCurvePublicKey | None,
+    keys: Keys,
     name: str,
     media_type: str,
     problem: Problem,
 ) -> Check:
-    """The cosign attestation of this kind: its envelope signed by the key, its statement about this digest, its
-    content as the referrer's is checked. Without a key: not checked (torchyard writes .att only with a key)."""
+    """The cosign attestation of this kind: its envelope signed by one of the keys, its statement about this
+    digest, its content as the referrer's is checked. Without a key: not checked (torchyard writes .att only with
+    a key)."""
     predicate_type = PREDICATE_TYPES[media_type]
-    found = cosign_att.find(client, repo, digest, predicate_type, key)
+    key_name, found = _attested(client, repo, digest, predicate_type, keys)
     if found.statement is None:
-        if key is None and not found.tag_exists:
+        if not keys and not found.tag_exists:
             return Check(digest, name, NOT_CHECKED, f"{found.problem} (torchyard writes it only with a key)")
         return Check(digest, name, FAILED, found.problem)
     why = problem(_content(found.statement, predicate_type), digest)
     if why:
         return Check(digest, name, FAILED, why)
-    if key is None:
+    if not keys:
         return Check(digest, name, NOT_CHECKED, "no --key PUB given: the envelope's signature was not checked")
-    return Check(digest, name, PASSED, f"signed with the key ({predicate_type}, {att_tag(digest)})")
+    return Check(digest, name, PASSED, f"signed with {key_name} ({predicate_type}, {att_tag(digest)})")
+
+
+def _attested(
+    client: Distribution, repo: RepoRef, digest: str, predicate_type: str, keys: Keys
+) -> tuple[str, cosign_att.Found]:
+    """The first key whose attestation of this type is found, with it; else the first key's finding (by anyone
+    when no key is given)."""
+    if not keys:
+        return "", cosign_att.find(client, repo, digest, predicate_type, None)
+    first: tuple[str, cosign_att.Found] | None = None
+    for key_name, key in keys.items():
+        found = cosign_att.find(client, repo, digest, predicate_type, key)
+        if found.statement is not None:
+            return key_name, found
+        first = first or (key_name, found)
+    assert first is not None
+    return first
 
 
 def _content(statement: bytes, predicate_type: str) -> bytes:

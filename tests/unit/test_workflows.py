@@ -132,6 +132,21 @@ def test_only_the_promotion_sees_the_signing_key_and_it_refuses_to_publish_unsig
     assert subprocess.run(["bash", "-c", guard], env={"TORCHYARD_SIGN_KEY": "k"}, check=False).returncode == 0
 
 
+def test_the_signing_key_lives_in_an_environment_only_the_promotion_names() -> None:
+    """An environment secret reaches only jobs that name the environment (issue 44 item 6): the `signing`
+    environment is named by the promote job alone; the GitHub Pages environment is the pages job's own."""
+    for name in WORKFLOWS:
+        for job, body in _load(name.name)["jobs"].items():
+            environment = body.get("environment")
+            named = environment.get("name") if isinstance(environment, dict) else environment
+            if (name.name, job) == ("publish.yml", "promote"):
+                assert named == "signing"
+            elif (name.name, job) == ("publish.yml", "pages"):
+                assert named == "github-pages"
+            else:
+                assert named is None, (name.name, job)
+
+
 def test_promotion_moves_no_image_through_the_runner() -> None:
     text = (ROOT / ".github/workflows/publish.yml").read_text()
     assert "docker push" not in text and "docker tag" not in text
