@@ -136,7 +136,7 @@ def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
     """Export the publish set: a GitHub Actions strategy.matrix (JSON) or a docker-bake.json."""
     from builder.publish.export import Assurance, bake, github_gpu_matrix, github_matrix, published_ids
 
-    m = matrix_of(ctx)
+    m = matrix_of(ctx, publish_set=True)
     publish_note(m)
     shape = flags.shape(m)  # a GPU class the matrix does not know is refused before anything is planned
     repo, candidates = flags.repos(m)

@@ -85,9 +85,11 @@ def combination_options(func: F) -> F:
     return func
 
 
-def matrix_of(ctx: click.Context) -> Matrix:
+def matrix_of(ctx: click.Context, *, publish_set: bool = False) -> Matrix:
+    """The matrix of --matrix; `publish_set`: with the publish set of --publish-set / publish.toml, which only the
+    commands that plan it (those with publish_set_option) read."""
     root = ctx.find_root().obj or {}
-    return load_matrix(root.get("matrix"), root.get("publish_set"))
+    return load_matrix(root.get("matrix"), root.get("publish_set"), facts_only=not publish_set)
 
 
 def _remember_publish_set(ctx: click.Context, param: click.Parameter, value: str | None) -> None:

@@ -135,7 +135,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     from builder.publish.report import PublishInterrupted, write_report
     from builder.publish.run import publish
 
-    m = matrix_of(ctx)
+    m = matrix_of(ctx, publish_set=True)
     publish_note(m)
     trust = trust_settings(flags.sign_key, flags.attest, not flags.no_push, m.path)  # a bad key: nothing built
     network = resolve_network(NetworkFlags())
@@ -275,7 +275,7 @@ def _list(items: list[Item], excluded: list[Excluded], *, as_json: bool) -> None
 @click.pass_context
 def matrix_publish_cmd(ctx: click.Context, /, only: tuple[str, ...], as_json: bool) -> None:
     """List the publish set's items (and what it names but cannot build, with why)."""
-    m = matrix_of(ctx)
+    m = matrix_of(ctx, publish_set=True)
     publish_note(m)
     items, excluded = expand(m)
     _list(select(items, only), [e for e in excluded if not only], as_json=as_json)

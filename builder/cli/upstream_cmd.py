@@ -274,5 +274,5 @@ def html_cmd(ctx: click.Context, /, output: str, repo: str) -> None:
     which published images run and why the others do not, by the same rules as `torchyard lookup`."""
     from builder.site.render import write_page
 
-    path = write_page(matrix_of(ctx), repo, Path(output))
+    path = write_page(matrix_of(ctx, publish_set=True), repo, Path(output))
     click.echo(f"{path} ({path.stat().st_size // 1024} KB)")

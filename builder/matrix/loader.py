@@ -53,10 +53,15 @@ _TOP = (
 _TOML_POS = re.compile(r"^(.*?)\s*\(at line (\d+), column (\d+)\)$", re.ASCII)
 
 
-def load_matrix(path: Path | str | None = None, publish_set: Path | str | None = None) -> Matrix:
+def load_matrix(
+    path: Path | str | None = None, publish_set: Path | str | None = None, *, facts_only: bool = False
+) -> Matrix:
     """Load and validate; the default file is cached (commands call this more than once). The publish set comes
-    from `publish_set`, else publish.toml beside the matrix when there is one, else the matrix's own entries."""
+    from `publish_set`, else publish.toml beside the matrix when there is one, else the matrix's own entries;
+    `facts_only`: not read at all (the commands that plan no publish set: a broken publish.toml is not theirs)."""
     m = _load_default() if path is None else _load(Path(path))
+    if facts_only:
+        return m
     found = publish_file_of(m.path, None if publish_set is None else str(publish_set))
     if found is None:
         return m

@@ -82,3 +82,18 @@ def test_errors_in_the_publish_file_name_it_and_the_line(folder: Path, text: str
 def test_a_publish_set_that_is_not_there_is_one_line(folder: Path) -> None:
     with pytest.raises(MatrixError, match=r"nowhere.toml: no such publish set file \(--publish-set\)"):
         load_matrix(folder / "matrix.toml", folder / "nowhere.toml")
+
+
+def test_a_broken_publish_file_stops_only_the_commands_that_plan_the_set(
+    folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (folder / "publish.toml").write_text("[[publish]\n")
+    assert load_matrix(folder / "matrix.toml", facts_only=True).publish[0].name == "own"
+    matrix = ["--matrix", str(folder / "matrix.toml")]
+    with pytest.raises(SystemExit) as exit_:
+        main([*matrix, "lookup", "--driver", "580.65.06", "--gpu", "RTX 4090"])
+    assert exit_.value.code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main([*matrix, "matrix", "publish"])
+    assert exit_.value.code == 2 and "publish.toml:1:10: TOML syntax error" in capsys.readouterr().err
