@@ -130,12 +130,13 @@ def github_gpu_matrix(
     m: Matrix, pplan: PublishPlan, candidates: str, gpus: str | None, shape: CiShape | None = None
 ) -> dict[str, Any]:
     """`strategy.matrix` of the GPU smoke: one leg per CUDA item and GPU class that runs it (none without --gpus),
-    each with the candidate it pulls (and removes after) and the driver floor of the set's GPU runners."""
+    each with the candidate it pulls (and removes after) and the driver floor of its image's CUDA major (a CUDA 12
+    image's leg may run on a runner whose driver is below CUDA 13's floor)."""
     shape = shape or CiShape()
-    found = driver_floor(m, [item for item, _ in pplan.planned()])
-    floor = str(found[1]) if found else ""
     include = []
     for item, plan in pplan.planned():
+        found = driver_floor(m, [item])
+        floor = str(found[1]) if found else ""
         candidate = f"{candidates}:{plan.target(item.flavor).tags.immutable}"
         for gpu_class in _classes(item, gpus, shape):
             include.append(
