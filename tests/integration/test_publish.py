@@ -244,48 +244,53 @@ def test_the_registry_going_away_mid_run_fails_cleanly_and_a_rerun_finishes(
     assert aliases(again)["2.15-cuda13.2-runtime-sm89"] == "moved"
 
 
-def test_ctrl_c_leaves_nothing_unverified_and_a_rerun_finishes(
+def test_sigterm_in_the_smoke_suite_leaves_nothing_unverified_and_a_rerun_finishes(
     first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
 ) -> None:
+    """Issue 44 item 7: SIGTERM (a cancelled CI job) while the smoke suite runs is handled as Ctrl-C: exit 143, the
+    suite's container removed, no alias moved, the report written, nothing pushed; the rerun finishes. (Ctrl-C
+    itself: tests/integration/test_build_faults.py and the unit tier.)"""
     fresh = "pip-install-test==0.5"
     extra = _BASE_SET.replace('flavors = ["runtime", "devel"]', 'flavors = ["runtime"]') + f'pip = ["{fresh}"]\n'
-    matrix = _matrix(tmp_path, "sigint", extra.replace('name = "pair"', f'name = "sigint-{RUN_ID}"'))
-    argv = [
-        sys.executable,
-        "-m",
-        "builder",
-        "--matrix",
-        str(matrix),
-        "publish",
-        "--repo",
-        repo,
-        "-o",
-        str(tmp_path / "work"),
-    ]
+    matrix = _matrix(tmp_path, "sigterm", extra.replace('name = "pair"', f'name = "sigterm-{RUN_ID}"'))
+    report = tmp_path / "report.json"
+    argv = [sys.executable, "-m", "builder", "--matrix", str(matrix), "publish", "--repo", repo]
+    argv += ["-o", str(tmp_path / "work"), "--report", str(report)]
     default_sigint()
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    log = tmp_path / "work" / f"sigint-{RUN_ID}__torch2.15.0-cu132-py3.13-debian13" / "publish.log"
-    for _ in range(600):
-        if log.exists() and "building" in log.read_text():
+    owner = f"io.torchyard.run-by=*:{proc.pid}"
+    log = tmp_path / "work" / f"sigterm-{RUN_ID}__torch2.15.0-cu132-py3.13-debian13" / "publish.log"
+    for _ in range(1200):
+        if log.exists() and "smoke suite (" in log.read_text() and _containers(proc.pid):
             break
+        assert proc.poll() is None, proc.communicate()
         time.sleep(0.5)
-    time.sleep(3)
-    proc.send_signal(signal.SIGINT)
+    assert _containers(proc.pid), f"no smoke container of {owner} was seen running"
+    proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == 143, out + err
     assert "interrupted" in err and "Traceback" not in err
-    tags = [
-        i
-        for i in requests.get(f"http://127.0.0.1:{PORT}/v2/{repo.split('/', 1)[1]}/tags/list", timeout=10).json()[
-            "tags"
-        ]
-        if "-x" in i
-    ]
-    run, data = publish(matrix, repo, tmp_path / "again")
+    assert _containers(proc.pid) == [], "the smoke suite's container was left behind"
+    data = json.loads(report.read_text())
+    assert [i["status"] for i in data["items"]] == ["failed"] and not data["items"][0].get("digest")
+    assert {a["status"] for a in data["aliases"]} <= {"held"}
+    tags = requests.get(f"http://127.0.0.1:{PORT}/v2/{repo.split('/', 1)[1]}/tags/list", timeout=10).json()["tags"]
+    run, again = publish(matrix, repo, tmp_path / "again")
     assert run.code == 0, run.text[-2000:]
-    assert list(statuses(data).values()) == ["built"]
-    pushed = next(i["ref"] for i in data["items"]).rsplit(":", 1)[1]
-    assert pushed not in tags  # Ctrl-C came before it was verified: it was not there before the rerun
+    assert list(statuses(again).values()) == ["built"]
+    pushed = next(i["ref"] for i in again["items"]).rsplit(":", 1)[1]
+    assert pushed not in tags  # stopped before it was verified: it was not there before the rerun
+
+
+def _containers(pid: int) -> list[str]:
+    """Every container (running or not) that the torchyard process `pid` started, by its owner label."""
+    listed = subprocess.run(
+        ["docker", "ps", "-a", "--format", '{{.ID}} {{.Label "io.torchyard.run-by"}}'],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    return [line.split()[0] for line in listed if line.strip().endswith(f":{pid}")]
 
 
 def _layers(ref: str) -> dict[str, int]:
