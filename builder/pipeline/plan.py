@@ -169,6 +169,7 @@ def _context_files(spec: ImageSpec, targets: tuple[TargetPlan, ...]) -> tuple[tu
         SPLIT_SCRIPT: SPLIT_SOURCE.read_bytes(),
         GUARD_SCRIPT: GUARD_SOURCE.read_bytes(),
         OS_TREE_SCRIPT: OS_TREE_SOURCE.read_bytes(),
+        contract.LICENSES_SCRIPT: SPLIT_SOURCE.with_name(contract.LICENSES_SCRIPT).read_bytes(),  # the listing
     }
     if spec.installer is Installer.UV:
         files[FETCH_SCRIPT] = FETCH_SOURCE.read_bytes()

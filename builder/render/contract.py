@@ -26,7 +26,10 @@ INTERPRETERS = ("python", "python3")
 # cache, /tmp/torchinductor_<user>); docker mounts a tmpfs noexec unless told otherwise.
 TMPFS = "/tmp:exec"
 PROBE_UID = 1010  # hygiene.uid's user: a UID no image names, as OpenShift gives one
-LICENSES = None  # the license listing's path: not yet (issue 42, item 4)
+# The license listing: each Debian package and Python distribution with its license or "not recorded", written in
+# each final stage by the inventory script (a context file, bind-mounted: it stays out of the image).
+LICENSES = "/etc/torchyard/licenses.json"
+LICENSES_SCRIPT = "inventory.py"  # builder/image/inventory.py, run as `python -B inventory.py --licenses PATH`
 
 
 @dataclass(frozen=True)

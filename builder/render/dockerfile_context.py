@@ -73,6 +73,7 @@ def _finish(spec: ImageSpec, flavor: Flavor) -> dict[str, Any]:
     return {
         "manifest_file": f"manifest-{flavor.value}.json",
         "contract_file": contract.CONTEXT_FILE.format(flavor=flavor.value),
+        "licenses": {"path": contract.LICENSES, "script": contract.LICENSES_SCRIPT},
         "path": spec.path(flavor),
         "env": list(spec.env(flavor)),
         "labels": spec.labels(flavor),

@@ -23,6 +23,7 @@ class DebianPackage:
     version: str
     architecture: str
     source: str | None
+    licenses: tuple[str, ...] | None = None  # its copyright file's short names (DEP-5); None: not recorded
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def parse_inventory(data: dict[str, Any]) -> Inventory:
     if isinstance(dpkg, list):
         packages = tuple(
             DebianPackage(str(p["package"]), str(p.get("version") or ""), str(p.get("architecture") or ""),
-                          _text(p.get("source")))
+                          _text(p.get("source")), _names(p.get("licenses")))
             for p in dpkg
         )  # fmt: skip
     dists = tuple(_distribution(d) for d in data.get("distributions") or [])
@@ -97,6 +98,12 @@ def _distribution(d: dict[str, Any]) -> Distribution:
         local=_text(d.get("local")),
         sha256_from=INSTALLER if sha256 else None,
     )
+
+
+def _names(value: object) -> tuple[str, ...] | None:
+    """A package's license names; None (not recorded) for a missing, empty or malformed list."""
+    names = tuple(str(n) for n in value if n) if isinstance(value, list) else ()
+    return names or None
 
 
 def _text(value: object) -> str | None:

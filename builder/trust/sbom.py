@@ -1,8 +1,9 @@
 """An image's SBOM: CycloneDX 1.6 JSON (cyclonedx-python-lib) from its Inventory: every Debian package of the
-dpkg status database and every Python distribution, each with its version (and, for distributions, license and
-the sha256 of the file it was installed from: the installer's record, else the file the build's own indexes serve
-for exactly its name, version and wheel tags, builder/lock/sbom_hashes.py), the image as the described component,
-and the stack as properties; how many distributions have a sha256 and how many not, as two summary properties.
+dpkg status database and every Python distribution, each with its version and license (a Debian package's from
+its copyright file, builder/trust/licenses.py), for distributions the sha256 of the file it was installed from
+(the installer's record, else the file the build's own indexes serve for exactly its name, version and wheel tags,
+builder/lock/sbom_hashes.py), the image as the described component, and the stack as properties; how many
+distributions have a sha256 and how many components a license, and how many not, as summary properties.
 
 A fact the image did not give is the property value "not recorded", never an empty or invented one. The SBOM is
 checked against the CycloneDX 1.6 JSON schema before it leaves (`validate`), and so is one read back by
@@ -19,7 +20,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from builder.core.errors import BuildError
+from builder.image.inventory import debian_license
 from builder.trust.inventory import INSTALLER, DebianPackage, Distribution, Inventory
+from builder.trust.licenses import debian_component_license, python_component_license, spdx_expression
 
 if TYPE_CHECKING:  # cyclonedx's model takes a fifth of a second to import: only where an SBOM is made
     from cyclonedx.model.component import Component
@@ -103,25 +106,37 @@ def _debian(packages: Iterable[DebianPackage], subject: Subject) -> list[Compone
         )
         if p.source:
             component.properties.add(Property(name="torchyard:dpkg:source", value=p.source))
+        _debian_license(component, p.licenses)
         found.append(component)
     return found
 
 
+def _debian_license(component: Component, names: tuple[str, ...] | None) -> None:
+    """The license its copyright file names; Debian's own words as a property where the SBOM's are SPDX's."""
+    from cyclonedx.model import Property
+
+    if not names:
+        component.properties.add(Property(name="torchyard:license", value=NOT_RECORDED))
+        return
+    component.licenses.add(debian_component_license(names))
+    expression, words = spdx_expression(names), str(debian_license(list(names)))
+    if expression is not None and expression != words:  # GPL-2+ became GPL-2.0-or-later: what Debian wrote
+        component.properties.add(Property(name="torchyard:license:debian", value=words))
+
+
 def _python(dists: Iterable[Distribution]) -> list[Component]:
-    from cyclonedx.contrib.license.factories import LicenseFactory
     from cyclonedx.model import HashAlgorithm, HashType, Property
     from cyclonedx.model.component import Component, ComponentType
     from packageurl import PackageURL
 
     found = []
-    licenses = LicenseFactory()
     for d in dists:
         purl = PackageURL(type="pypi", name=d.name.lower().replace("_", "-"), version=d.version)
         component = Component(
             name=d.name, version=d.version, type=ComponentType.LIBRARY, purl=purl, bom_ref=purl.to_string()
         )
         if d.license:
-            component.licenses.add(licenses.make_from_string(d.license))
+            component.licenses.add(python_component_license(d.license))
         else:
             component.properties.add(Property(name="torchyard:license", value=NOT_RECORDED))
         if d.sha256:
@@ -142,4 +157,12 @@ def _properties(inventory: Inventory, facts: Mapping[str, str | None]) -> list[t
     hashed = sum(1 for d in inventory.distributions if d.sha256)
     counts = [("torchyard:wheel-sha256:recorded", str(hashed)),
               ("torchyard:wheel-sha256:not-recorded", str(len(inventory.distributions) - hashed))]  # fmt: skip
-    return [*stack, *added, *dpkg, *counts, ("torchyard:python", inventory.python or NOT_RECORDED)]
+    return [*stack, *added, *dpkg, *counts, *_license_counts(inventory),
+            ("torchyard:python", inventory.python or NOT_RECORDED)]  # fmt: skip
+
+
+def _license_counts(inventory: Inventory) -> list[tuple[str, str]]:
+    """How many components (Debian packages and distributions) name a license, and how many not."""
+    known = [bool(p.licenses) for p in inventory.dpkg or ()] + [bool(d.license) for d in inventory.distributions]
+    return [("torchyard:license:recorded", str(sum(known))),
+            ("torchyard:license:not-recorded", str(len(known) - sum(known)))]  # fmt: skip

@@ -223,8 +223,12 @@ ENV PATH=/opt/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/s
 FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchyard/manifest.json
 COPY contract-runtime.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -263,8 +267,12 @@ CMD ["python"]
 FROM toolchain AS devel
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-devel.json /etc/torchyard/manifest.json
 COPY contract-devel.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -316,8 +324,12 @@ RUN --mount=type=cache,id=uv-ubuntu22.04,target=/root/.cache/uv,sharing=locked \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
     uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnxruntime-gpu==1.18.1'
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
 COPY contract-inference.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke

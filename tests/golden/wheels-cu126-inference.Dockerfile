@@ -149,8 +149,12 @@ RUN --mount=type=cache,id=apt-cache-debian12,target=/var/cache/apt,sharing=locke
 FROM venv AS runtime
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-runtime.json /etc/torchyard/manifest.json
 COPY contract-runtime.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -201,8 +205,12 @@ RUN --mount=type=cache,id=uv-debian12,target=/root/.cache/uv,sharing=locked \
     if [ -s /run/secrets/pipconf ]; then eval "$(python3 /tmp/venv_layers.py uv-env /run/secrets/pipconf)"; fi; \
     uv pip install --python /opt/venv/bin/python --compile-bytecode -c /opt/torchyard/constraints.txt 'onnx==1.23.2' 'onnxscript==0.7.2' 'onnxruntime-gpu==1.26.0'
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-inference.json /etc/torchyard/manifest.json
 COPY contract-inference.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke
@@ -272,8 +280,12 @@ COPY --chmod=0755 notebook/start.sh /usr/local/bin/start.sh
 COPY --chmod=0755 notebook/start-notebook.sh /usr/local/bin/start-notebook.sh
 COPY --chmod=0755 notebook/notebook-healthcheck.py /usr/local/bin/notebook-healthcheck.py
 # What the base image's apt left behind (package lists, downloaded packages) is no part of the image
-# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md)
-RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin
+# (docs/contract.md); here, above the venv, so the layers a rebuild shares stay the same bytes (docs/reproducible.md).
+# The license listing: every Debian package and Python distribution of this stage with its license (docs/contract.md)
+RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \
+    set -eu; \
+    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \
+    /opt/venv/bin/python -B /tmp/inventory.py --licenses /etc/torchyard/licenses.json
 COPY --from=manifests /opt/torchyard/manifests/manifest-notebook.json /etc/torchyard/manifest.json
 COPY contract-notebook.json /etc/torchyard/contract.json
 COPY smoke /opt/torchyard/smoke

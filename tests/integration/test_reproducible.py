@@ -11,10 +11,13 @@ wheels from PyPI).
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from index_server import serving
@@ -22,7 +25,11 @@ from kit import docker
 from layer_kit import Built, build, family_index
 
 from builder.core.kinds import Installer
+from builder.engine import DockerEngine
 from builder.oci.normalize import NormalImage, differing_layers, normalize_saved
+from builder.render import contract
+from builder.trust.inventory import read_inventory
+from builder.trust.sbom import Subject, make_sbom
 
 pytestmark = pytest.mark.docker
 
@@ -79,3 +86,34 @@ def test_a_rebuild_keeps_every_layer_up_to_the_venv_without_normalizing(twice: T
     top = a.index(list(first.venv_layers().values())[-1]) + 1  # the base, the os tree, WORKDIR, the venv
     assert len(a) == len(b)
     assert [i for i in range(top) if a[i] != b[i]] == [], "the layers below the venv's top that differ"
+
+
+def test_the_image_carries_its_license_listing_and_its_sbom_names_debian_licenses(twice: Twice) -> None:
+    """Issue 42, item 4: the listing at the contract's path names every Debian package (zlib1g's DEP-5 copyright
+    file says Zlib) with counts, is the same bytes in both builds, and leaves neither the bound script nor
+    bytecode behind; the SBOM made from the same image gives zlib1g its SPDX license and the same counts."""
+    first, second, _, _ = twice
+    text = first.run("cat", contract.LICENSES)
+    assert text == second.run("cat", contract.LICENSES)
+    listing = json.loads(text)
+    debian = {(e["name"], e["architecture"]): e["license"] for e in listing["debian"]}
+    listed = first.run("dpkg-query", "-W", "-f", "${Package}\t${Architecture}\n").split()
+    assert sorted(debian) == sorted(zip(listed[::2], listed[1::2], strict=True))
+    assert debian[("zlib1g", "amd64")] == "Zlib"
+    counts = listing["counts"]
+    assert sum(counts["debian"].values()) == len(debian) and counts["debian"]["recorded"] > len(debian) // 2
+    assert first.run("find", "/tmp", "/var/tmp", "-mindepth", "1") == ""
+    sbom = _sbom(first.ref)
+    zlib = next(c for c in sbom["components"] if c["name"] == "zlib1g")
+    assert zlib["licenses"] == [{"license": {"id": "Zlib"}}]
+    properties = {p["name"]: p["value"] for p in sbom["metadata"]["properties"]}
+    missing = counts["debian"]["not_recorded"] + counts["python"]["not_recorded"]
+    assert properties["torchyard:license:not-recorded"] == str(missing)
+    print(f"licenses: {counts}, {len(text)} bytes")  # the figures docs/contract.md quotes
+
+
+def _sbom(ref: str) -> dict[str, Any]:
+    inventory = read_inventory(DockerEngine(), ref, stack={})
+    subject = Subject(repo="127.0.0.1:5000/torchyard-layers-test", digest="sha256:" + "0" * 64, platform="linux/amd64")
+    parsed: dict[str, Any] = json.loads(make_sbom(inventory, subject, {}, datetime(2026, 1, 1, tzinfo=UTC)))
+    return parsed

@@ -23,7 +23,8 @@ from builder.render import contract
 from builder.smoke import checks_hygiene
 from builder.smoke.framework import FAIL, PASS, SKIP, Result
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "contract.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "contract.md"
 
 
 def doc_rows(heading: str) -> list[list[str]]:
@@ -67,14 +68,35 @@ def test_every_flavor_carries_its_contract() -> None:
             target.flavor.value,
             ["/usr/bin/tini", "--"],
         )
-        assert "NVIDIA_REQUIRE_CUDA" in found["environment"] and found["licenses"] is None
+        assert "NVIDIA_REQUIRE_CUDA" in found["environment"] and found["licenses"] == contract.LICENSES
     notebook = json.loads(files["contract-notebook.json"])
     runtime = json.loads(files["contract-runtime.json"])
     assert notebook["user"] == {"name": "jovyan", "uid": 1000, "gid": 100, "home": "/home/jovyan"}
     assert notebook["any_uid"]["group"] == 100 and "/home/jovyan/work/*" in notebook["allow"]["files"]
     assert runtime["user"]["uid"] == 0 and runtime["any_uid"] == {"group": 0, "home": "/tmp", "tmpfs": ["/tmp:exec"]}
     assert not any("jovyan" in pattern for pattern in runtime["allow"]["files"])
-    assert "RUN rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin" in p.dockerfile
+    assert "    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \\\n" in p.dockerfile
+
+
+def test_every_final_stage_writes_the_license_listing_in_its_cleanup_step() -> None:
+    """The listing at the contract's path, by the venv's python without bytecode, from the inventory script bound
+    from the context (so it is not in the image), in the RUN that already cleans apt's leftovers: no extra layer."""
+    ident = next(c.id for c in valid_combinations() if "debian" in c.id and "cu" in c.id)
+    p = plan(ident)
+    assert contract.LICENSES == "/etc/torchyard/licenses.json"
+    assert dict(p.context_files)[contract.LICENSES_SCRIPT] == (ROOT / "builder" / "image" / "inventory.py").read_bytes()
+    step = (
+        f"RUN --mount=type=bind,source=inventory.py,target=/tmp/inventory.py \\\n    set -eu; \\\n"
+        f"    rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin; \\\n"
+        f"    /opt/venv/bin/python -B /tmp/inventory.py --licenses {contract.LICENSES}\n"
+    )
+    assert p.dockerfile.count(step) == len(p.targets) == p.dockerfile.count("COPY smoke /opt/torchyard/smoke")
+    assert "RUN rm -rf /var/lib/apt" not in p.dockerfile
+
+
+def test_the_doc_names_the_license_listings_path() -> None:
+    section = DOC.read_text().split("## License listing\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{contract.LICENSES}`" in section and "not recorded" in section
 
 
 # -- the checks on a planted image root ------------------------------------------------------------------------

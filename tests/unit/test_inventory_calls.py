@@ -15,6 +15,7 @@ import pytest
 from builder.image import inventory
 
 EXECUTABLE = "/opt/venv/bin/python"
+COPYRIGHT = Path(__file__).resolve().parent / "data" / "copyright"
 SHA = "ab" * 32
 
 
@@ -91,6 +92,10 @@ def image(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setattr(sys, "executable", EXECUTABLE)
     status = tmp_path / "var" / "lib" / "dpkg" / "status"
     monkeypatch.setattr(inventory, "DPKG_STATUS", str(status))
+    doc = tmp_path / "usr" / "share" / "doc"  # zlib1g's copyright file (Debian 12's), none for libcafé
+    (doc / "zlib1g").mkdir(parents=True)
+    (doc / "zlib1g" / "copyright").write_bytes((COPYRIGHT / "zlib1g").read_bytes())
+    monkeypatch.setattr(inventory, "DOC", str(doc))
     return status
 
 
@@ -153,9 +158,10 @@ STATUS = (
 )
 INSTALLED = "install ok installed"
 DPKG = [
-    {"package": "libcafé", "status": INSTALLED, "architecture": "all", "version": "1.0"},
-    {"package": "zlib1g", "status": INSTALLED, "architecture": "amd64", "source": "zlib", "version": "1:1.2.13"},
-]
+    {"package": "libcafé", "status": INSTALLED, "architecture": "all", "version": "1.0", "licenses": None},
+    {"package": "zlib1g", "status": INSTALLED, "architecture": "amd64", "source": "zlib", "version": "1:1.2.13",
+     "licenses": ["Zlib"]},
+]  # fmt: skip
 
 
 def test_the_inventory_is_dpkg_python_distributions_and_the_stack(image: Path) -> None:
@@ -181,4 +187,4 @@ def test_the_status_file_is_read_as_utf8_whatever_the_locale_bad_bytes_replaced(
     image.parent.mkdir(parents=True)
     image.write_bytes(STATUS.encode("utf-8") + b"\nPackage: mojibake\nVersion: caf\xe9\n")
     found = inventory.inventory(with_torch=False)["dpkg"]
-    assert found == [*DPKG[:1], {"package": "mojibake", "version": "caf\ufffd"}, *DPKG[1:]]
+    assert found == [*DPKG[:1], {"package": "mojibake", "version": "caf\ufffd", "licenses": None}, *DPKG[1:]]

@@ -408,6 +408,7 @@ def test_partial_flags_render_the_best_combination_and_say_which(render: Any, tm
         "pip_guard.py",
         "uv_fetch.py",
         "os_delta.sh",
+        "inventory.py",
     }
     assert (out / "constraints.txt").read_text() == "torch==2.14.1\ntorchvision==0.29.1\ntorchaudio==2.11.1\n"
 
