@@ -16,7 +16,7 @@ from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
-from builder.core.errors import BuildError
+from builder.core.errors import BuildError, TorchyardError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
 from builder.core.provenance import provenance_labels, source_date_epoch
@@ -27,8 +27,8 @@ from builder.pipeline.hygiene_allowlist import Accepted, read_hygiene_allowlist
 from builder.pipeline.multiplatform import build_platforms, index_tags
 from builder.pipeline.pipeline import BuildSettings, Outcome, build
 from builder.pipeline.plan import Plan, build_request, plan_json, tag_refs
-from builder.pipeline.project_build import PROJECT_DIR, build_project
-from builder.pipeline.project_plan import ProjectPlan, project_request
+from builder.pipeline.project_build import PROJECT_DIR, ProjectOutcome, build_project, project_report
+from builder.pipeline.project_plan import ProjectPlan, project_json, project_request
 from builder.pipeline.request import Chosen
 from builder.render.tags import member_tag
 
@@ -119,14 +119,31 @@ def _build_one(chosen: Chosen, settings: BuildSettings) -> None:
     """One platform's images, then (in a project) the project's image over them; the report and the summary."""
     engine, plan, out_dir = DockerEngine(), chosen.plan, settings.out_dir
     outcomes = build(engine, plan, settings, click.echo)
-    (out_dir / "plan.json").write_text(json.dumps(plan_json(plan, settings.repo, out_dir), indent=2) + "\n")
+    data = plan_json(plan, settings.repo, out_dir) | project_json(chosen.project, settings.repo, out_dir / PROJECT_DIR)
+    (out_dir / "plan.json").write_text(json.dumps(data, indent=2) + "\n")
     (out_dir / "build-report.json").write_text(json.dumps(build_report(outcomes), indent=2) + "\n")
-    project = None if chosen.project is None else build_project(engine, chosen.project, settings, click.echo)
+    project = None if chosen.project is None else _project(engine, chosen.project, settings, outcomes)
     _summary(outcomes)
     if project is not None:
         seconds = f"{project.seconds:.0f}s" if project.status is Status.BUILT else ""
         pushed = f", pushed {len(project.pushed)} tag(s)" if project.pushed else ""
         click.echo(f"{'project':8} {project.status:11} {project.ref} {seconds}{pushed}".rstrip())
+
+
+def _project(
+    engine: DockerEngine, plan: ProjectPlan, settings: BuildSettings, outcomes: list[Outcome]
+) -> ProjectOutcome:
+    """The project's image over the base; build-report.json then describes it beside the base (failed: why)."""
+    report = settings.out_dir / "build-report.json"
+    try:
+        done = build_project(engine, plan, settings, click.echo)
+    except TorchyardError as exc:
+        failed = build_report(outcomes) | {"project": project_report(plan, settings.repo, None, str(exc))}
+        report.write_text(json.dumps(failed, indent=2) + "\n")
+        raise
+    ok = build_report(outcomes) | {"project": project_report(plan, settings.repo, done)}
+    report.write_text(json.dumps(ok, indent=2) + "\n")
+    return done
 
 
 def _dry_runs(chosen: Chosen, flags: BuildFlags, out_dir: Path, provenance: tuple[tuple[str, str], ...]) -> None:
@@ -215,7 +232,7 @@ def _dry_run_project(
     click.echo(f"  then: the project's checks: {checks}{unchecked}, then tag:")
     click.echo(f"    {plan.ref(flags.repo)}")
     if flags.push:
-        click.echo("  then push")
+        click.echo("  then push, skipped where the registry holds this content id already")
 
 
 def _summary(outcomes: list[Outcome]) -> None:

@@ -21,7 +21,7 @@ from builder.pipeline.extension_dir import check_extension_dir
 from builder.render.network import NetworkFlags, resolve_network
 from builder.render.options import Extension, RenderOptions
 from builder.render.reqtypes import Requirements
-from builder.render.requirements import read_requirements, with_file_indexes
+from builder.render.requirements import read_requirements, read_requirements_set, with_file_indexes
 from builder.resolve.query import known_arch
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -170,8 +170,11 @@ def render_options_of(m: Matrix, archs: tuple[str, ...], kwargs: dict[str, Any])
     )
 
 
-def _read(path: str | None) -> Requirements | None:
-    """--requirements FILE as pip reads it; `${VAR}` in its index options expanded from this environment."""
+def _read(path: str | tuple[str, ...] | None) -> Requirements | None:
+    """--requirements FILE as pip reads it (a project's several files: a tuple); `${VAR}` in its index options
+    expanded from this environment."""
+    if isinstance(path, tuple):
+        return read_requirements_set(path, os.environ)
     return None if path is None else read_requirements(path, os.environ)
 
 

@@ -116,7 +116,7 @@ def project_target(ctx: click.Context, project: Project, target: str) -> str:
 
 def project_image_flags(project: Project, kwargs: dict[str, Any]) -> None:
     """The image flags the file answers, before they are parsed: its architectures (an --arch list must be the
-    same), its requirements file or lockfile (as --requirements PATH passes one; --requirements beside it is
+    same), its requirements files or lockfile (as --requirements PATH passes one; --requirements beside them is
     refused), its extra pip requirements (added before --pip's)."""
     config = project.config
     wanted, given = config.torch.archs, tuple(kwargs["archs"])
@@ -131,7 +131,7 @@ def project_image_flags(project: Project, kwargs: dict[str, Any]) -> None:
         raise UsageError(f"--requirements: the project names its {named[0]} ({shown(config.file)}: "
                          f"dependencies.{named[1]}); add it there")  # fmt: skip
     if deps.requirements:
-        kwargs["requirements"] = str(config.root / _one_requirements_file(project))
+        kwargs["requirements"] = _requirements_files(project)
     if deps.lock is not None:
         kwargs["requirements"] = str(config.root / _lockfile(project, deps.lock))
     kwargs["extra_pip"] = (*deps.pip, *kwargs["extra_pip"])
@@ -146,13 +146,18 @@ def _lockfile(project: Project, lock: str) -> str:
     return lock
 
 
-def _one_requirements_file(project: Project) -> str:
-    """The project's requirements file: render and build take one so far (as --requirements does)."""
-    files = project.config.dependencies.requirements
-    if len(files) > 1:
-        message = f"render and build install one requirements file so far: keep {files[0]!r}, -r the others in it"
-        project.config.source.fail(("dependencies", "requirements"), "dependencies.requirements", message)
-    return files[0]
+def _requirements_files(project: Project) -> str | tuple[str, ...]:
+    """The project's requirements files as --requirements passes one (one path), or, several, all of them: one
+    install reads them in order, as `pip install -r A -r B` does, each file's includes relative to it. A lockfile
+    is installed alone: it goes in dependencies.lock."""
+    config = project.config
+    files = config.dependencies.requirements
+    for name in files:
+        if len(files) > 1 and (Path(name).name == "uv.lock" or is_pylock(Path(name).name)):
+            message = f"{name!r} is a lockfile: it is installed alone; name it in dependencies.lock instead"
+            config.source.fail(("dependencies", "requirements"), "dependencies.requirements", message)
+    paths = tuple(str(config.root / name) for name in files)
+    return paths[0] if len(paths) == 1 else paths
 
 
 def project_render_options(m: Matrix, project: Project, options: RenderOptions) -> RenderOptions:

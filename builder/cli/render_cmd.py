@@ -21,7 +21,7 @@ from builder.engine import build_command
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.plan import Plan, build_request, plan_json
 from builder.pipeline.project_build import PROJECT_DIR
-from builder.pipeline.project_plan import ProjectPlan, project_request
+from builder.pipeline.project_plan import ProjectPlan, project_json, project_request
 
 PIPCONF_VAR = env.PIPCONF
 PIPCONF_REF = "${" + PIPCONF_VAR + "}"
@@ -57,7 +57,7 @@ def render_cmd(ctx: click.Context, flags: RenderFlags) -> None:
     write_context(plan, out_dir, force=flags.force)
     if chosen.project is not None:  # beside the base's: its Dockerfile and context (the code, by the checked walk)
         write_context(chosen.project, out_dir / PROJECT_DIR, force=flags.force)
-    data = plan_json(plan, flags.repo, out_dir)
+    data = plan_json(plan, flags.repo, out_dir) | project_json(chosen.project, flags.repo, out_dir / PROJECT_DIR)
     write_file(out_dir / "plan.json", json.dumps(data, indent=2) + "\n")
     if flags.as_json:
         emit_json(data)

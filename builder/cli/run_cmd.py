@@ -153,7 +153,8 @@ def _in_project(
         _say(f'the project\'s flavor is {flavor.value}: the notebook image of its combination, without the project\'s '
              'code (flavor = "notebook" in torchyard.toml builds the project over it)')  # fmt: skip
         return launch, None
-    here = project_here(m, launch.host, wanted_of(project_name(project.config), flavor.value, chosen), engine, flag)
+    wanted = wanted_of(project_name(project.config), flavor.value, chosen)
+    here = project_here(m, launch.host, wanted, engine, flag, repo=request.repo)  # local, else in the repository
     return project_launch(launch, here, engine, request), here  # the project's image, or its name to build
 
 
@@ -221,6 +222,8 @@ def _chosen(launch: Launch, request: RunRequest) -> list[str]:
 
 def _would(launch: Launch, request: RunRequest, here: ProjectHere | None) -> str:
     build = f"builds it (torchyard {shlex.join(launch.build or ())})"
+    if here is not None and here.in_registry:
+        return f"pulls it from the team's repository (if that fails, {build} in the project)"
     if here is not None:
         return f"{build} in the project, then finds it by its labels"
     if request.image is not None:

@@ -154,14 +154,14 @@ def _local(
         ref = _name(info, wanted.tag, repo)
         if ref is None:
             continue
-        answer = judge(ref, info.labels, info.platform, _require(info.env))
+        answer = judge(ref, info.labels, info.platform, cuda_requirement(info.env))
         if answer in (NOT_REFUSED if chosen else RUNS_HERE):
             found.append(_Candidate(ref, holds, answer, _rank(info, ref, wanted.tag, chosen=chosen)))
     return min(found, key=lambda c: c.rank, default=None)
 
 
 def _rank(info: ImageInfo, ref: str, base: str, *, chosen: bool) -> tuple[object, ...]:
-    newest = -_created(info.created)
+    newest = -created_at(info.created)
     if not chosen:  # runtime images first, then the newest torch (the closest to the recommendation), newest built
         return (info.labels.get("io.torchyard.flavor") != "runtime", _newest_torch(info.labels), newest, ref)
     return (*_kind(ref.rpartition(":")[2], base), newest, ref)
@@ -194,7 +194,7 @@ def _name(info: ImageInfo, base: str, repo: str | None) -> str | None:
     return min(tags, key=preference)
 
 
-def _created(text: str) -> float:
+def created_at(text: str) -> float:
     """The engine's RFC 3339 time (nanoseconds and a Z allowed) as seconds; 0 where it says none."""
     try:
         return datetime.fromisoformat(text).timestamp()
@@ -202,7 +202,7 @@ def _created(text: str) -> float:
         return 0.0
 
 
-def _require(env: Sequence[str]) -> str | None:
+def cuda_requirement(env: Sequence[str]) -> str | None:
     found = dict(item.partition("=")[::2] for item in env)
     return found.get("NVIDIA_REQUIRE_CUDA") or None
 
@@ -253,7 +253,7 @@ def _judged(client: Distribution, repo: RepoRef, tag: str, wanted: Wanted, judge
     if labels.get("io.torchyard.flavor") != wanted.flavor:
         return None
     ref = f"{repo}:{tag}"
-    answer = judge(ref, labels, platform, _require([str(e) for e in inner.get("Env") or []]))
+    answer = judge(ref, labels, platform, cuda_requirement([str(e) for e in inner.get("Env") or []]))
     return _Candidate(ref, wanted.combination, answer, ()) if answer in NOT_REFUSED else None
 
 
@@ -266,6 +266,7 @@ class ProjectWanted:
     combination: str
     platform: str
     flavor: str = "runtime"
+    base_tag: str = ""  # the chosen combination's image tag: its project tags are read first in a registry
 
 
 def locate_project(wanted: ProjectWanted, judge: Judge, images: Sequence[ImageInfo]) -> Location | None:
@@ -281,9 +282,9 @@ def locate_project(wanted: ProjectWanted, judge: Judge, images: Sequence[ImageIn
         if labels.get("io.torchyard.flavor") != wanted.flavor:
             continue
         ref = _project_name(info, wanted.name)
-        answer = None if ref is None else judge(ref, labels, info.platform, _require(info.env))
+        answer = None if ref is None else judge(ref, labels, info.platform, cuda_requirement(info.env))
         if ref is not None and answer in NOT_REFUSED:
-            found.append(_Candidate(ref, wanted.combination, answer, (-_created(info.created), ref)))
+            found.append(_Candidate(ref, wanted.combination, answer, (-created_at(info.created), ref)))
     best = min(found, key=lambda c: c.rank, default=None)
     return None if best is None else Location(Where.LOCAL, best.ref, (), "torchyard build", "", True, best.holds,
                                               best.answer)  # fmt: skip

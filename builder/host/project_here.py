@@ -3,9 +3,11 @@ and doctor says whether it is here and runs here.
 
 It is found by the one locator (host.locate.locate_project) among the local images, by what they hold: the
 io.torchyard.project label naming the project, and the chosen combination's labels, which the project stage
-inherits from its base image. The image runs wherever its base does (the same combination, judged by the same
-labels). A missing one is built as `torchyard build` in the project builds it, where run may build (--yes, or the
-user said yes), else run names that command and exits as it does for any missing image.
+inherits from its base image; else, with a team repository (--repo REGISTRY/NAME), in the registry under
+REGISTRY/NAME/PROJECT, where `torchyard build --push` put it (host.project_remote), and pulled. The image runs
+wherever its base does (the same combination, judged by the same labels). A missing one is built as `torchyard
+build` in the project builds it, where run may build (--yes, or the user said yes), else run names that command and
+exits as it does for any missing image.
 """
 
 from __future__ import annotations
@@ -17,10 +19,22 @@ from dataclasses import dataclass, replace
 from builder.core.errors import NoMatchError, TorchyardError
 from builder.engine.types import ImageInfo
 from builder.host.doctor import Diagnosis, Recommendation, judge_here
-from builder.host.launch import Launch, RunImages, RunRequest, Say, build, with_identity
-from builder.host.locate import LOCAL_NAME, OTHER_LOCAL, PROJECT_LABEL, Location, ProjectWanted, Shelf, locate_project
+from builder.host.launch import Launch, RunImages, RunRequest, Say, build, fetch, with_identity
+from builder.host.locate import (
+    LOCAL_NAME,
+    OTHER_LOCAL,
+    PROJECT_LABEL,
+    Location,
+    ProjectWanted,
+    Shelf,
+    Where,
+    locate_project,
+    registry_of,
+)
 from builder.host.probe import Host
+from builder.host.project_remote import project_in_registry
 from builder.matrix.model import Matrix
+from builder.oci.client import Distribution
 from builder.resolve.verdict import Answer
 
 BUILD = ("build",)  # `torchyard build` in the project folder: the base, then the project image
@@ -31,8 +45,13 @@ class ProjectHere:
     """What run and doctor know of the project's image here."""
 
     wanted: ProjectWanted | None  # None: no combination runs here, so neither does the project
-    location: Location | None  # the newest local one that runs here; None: not built yet
+    location: Location | None  # the newest local one that runs here, else one in the registry; None: neither
     build: tuple[str, ...]  # the words after `torchyard` that build it (`build`, `build --project PATH`)
+    notes: tuple[str, ...] = ()  # what the registry could not answer, or why it holds none
+
+    @property
+    def in_registry(self) -> bool:
+        return self.location is not None and self.location.where is Where.REPOSITORY
 
     @property
     def placeholder(self) -> str:
@@ -46,7 +65,7 @@ def wanted_of(name: str, flavor: str, chosen: Recommendation | None) -> ProjectW
     if chosen is None:
         return None
     c = chosen.result.combo
-    return ProjectWanted(name, c.id, c.platform.value, flavor)
+    return ProjectWanted(name, c.id, c.platform.value, flavor, chosen.image.rpartition(":")[2])
 
 
 def project_images(engine: Shelf) -> list[ImageInfo]:
@@ -58,26 +77,41 @@ def project_images(engine: Shelf) -> list[ImageInfo]:
 
 
 def project_here(
-    m: Matrix, host: Host, wanted: ProjectWanted | None, engine: Shelf, project_flag: str | None
+    m: Matrix,
+    host: Host,
+    wanted: ProjectWanted | None,
+    engine: Shelf,
+    project_flag: str | None,
+    *,
+    repo: str | None = None,
+    client: Distribution | None = None,
 ) -> ProjectHere:
-    """`wanted`: the project's name over the chosen combination (None when nothing runs here)."""
+    """`wanted`: the project's name over the chosen combination (None when nothing runs here); `repo`: the team's
+    repository, asked when no local image fits (only one that names a registry host); `client`: its reader."""
     build_words = BUILD + (("--project", project_flag) if project_flag is not None else ())
     if wanted is None:
         return ProjectHere(None, None, build_words)
-    found = locate_project(wanted, judge_here(m, host), project_images(engine))
-    return ProjectHere(wanted, found, build_words)
+    judge = judge_here(m, host)
+    found = locate_project(wanted, judge, project_images(engine))
+    team = registry_of(repo)
+    if found is not None or team is None:
+        return ProjectHere(wanted, found, build_words)
+    there, why = project_in_registry(wanted, judge, team, client)
+    return ProjectHere(wanted, there, build_words, (why,) if why else ())
 
 
 # -- run ----------------------------------------------------------------------------------------------------------
 
 
 def project_launch(launch: Launch, here: ProjectHere, engine: RunImages, request: RunRequest) -> Launch:
-    """The launch with the project's image: the found one (local; its own passwd read), else its repository's
-    name, not local, built by `here.build`."""
+    """The launch with the project's image: the found one (local; its own passwd read), else the one in the
+    team's repository (not local: obtain_project pulls it), else its repository's name, not local, built by
+    `here.build`."""
     # the locator's line about another base image found instead of the chosen one is not about this image
     notes = tuple(n for n in launch.notes if not n.startswith(OTHER_LOCAL))
-    if here.location is None or here.location.reference is None:
-        spec = replace(launch.spec, image=here.placeholder, files=())
+    if here.location is None or here.location.reference is None or here.in_registry:
+        image = here.location.reference if here.location and here.location.reference else here.placeholder
+        spec = replace(launch.spec, image=image, files=())
         return replace(launch, spec=spec, local=False, build=here.build, notes=notes)
     spec = replace(launch.spec, image=here.location.reference, files=())
     return with_identity(replace(launch, spec=spec, local=True, build=here.build, notes=notes), engine, request)
@@ -85,11 +119,13 @@ def project_launch(launch: Launch, here: ProjectHere, engine: RunImages, request
 
 def project_lines(here: ProjectHere) -> list[str]:
     """run's line about the project's image."""
+    loc = here.location
     if here.wanted is None:
         return []
-    if here.location is not None:
-        return [f"the project's image: {here.location.reference} ({here.wanted.combination})"]
-    return [f"the image of project {here.wanted.name} ({here.wanted.combination}) is not built yet"]
+    if loc is not None:
+        where = ", in the team's repository" if loc.where is Where.REPOSITORY else ""
+        return [f"the project's image: {loc.reference} ({here.wanted.combination}){where}"]
+    return [f"the image of project {here.wanted.name} ({here.wanted.combination}) is not built yet", *here.notes]
 
 
 def obtain_project(
@@ -101,10 +137,14 @@ def obtain_project(
     may_build: Callable[[Launch], bool],
     say: Say,
 ) -> Launch:
-    """The project's image in the local engine: built with `torchyard build` where `may_build` allows (never
-    pulled: it is found by what it holds), then found again by the locator."""
+    """The project's image in the local engine: pulled when the locator found it in the team's repository, else
+    (or when the pull fails, said) built with `torchyard build` where `may_build` allows, then found again by the
+    locator (locally: a build does not push)."""
     if launch.local:
         return launch
+    if here.in_registry and fetch(launch, engine, say, pull=True):
+        return with_identity(replace(launch, local=True), engine, request)
+    launch = replace(launch, spec=replace(launch.spec, image=here.placeholder))  # what the build makes
     if not may_build(launch):
         raise NoMatchError(build_hint(here))
     build(launch, say)
@@ -133,9 +173,11 @@ def doctor_lines(here: ProjectHere, d: Diagnosis, archs: tuple[str, ...]) -> lis
     w = here.wanted
     if w is None:
         return [f"project image: {runs_here(here, d, archs)}"]
-    command = shlex.join(("torchyard", *here.build))
-    if here.location is not None:
-        where = f"in the local engine ({here.location.reference})"
+    command, loc = shlex.join(("torchyard", *here.build)), here.location
+    if loc is not None and loc.where is Where.REPOSITORY:
+        where = f"in the team's repository ({loc.reference}): run pulls it"
+    elif loc is not None:
+        where = f"in the local engine ({loc.reference})"
     else:
         where = f"not built yet: `{command}` in the project builds it"
     return [

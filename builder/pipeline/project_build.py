@@ -1,11 +1,13 @@
 """The project image, after its base (builder/pipeline/pipeline.py) passed or was up to date: build the project
 stage FROM the base image, run the project's own checks in it (each import, the command's --help), tag it, push it
-with --push. The base's smoke suite is the base's: a project change never re-runs it."""
+with --push unless the registry holds it already (the same content id). The base's smoke suite is the base's: a
+project change never re-runs it."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from builder.core.errors import BuildError
 from builder.core.kinds import Status
@@ -15,33 +17,51 @@ from builder.engine import Engine
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.pipeline import BuildSettings, Log, secret_files
 from builder.pipeline.project_plan import PROJECT_CONTENT_LABEL, ProjectPlan, project_request
+from builder.pipeline.registry import Registry
+from builder.render.tags import project_repository
 
 PROJECT_DIR = "project"  # the project's build context, inside the base's output folder
 CHECK_TIMEOUT = 600.0  # seconds for one check (an import of torch under emulation is slow)
 TAIL_LINES = 5  # of a failed check's output, in its error line
+# An image up to date (locally, or in the registry) was tagged, and pushed, only after its checks passed, and its
+# content id says it is the same project: they are not run again.
+PASSED_BEFORE = "passed when it was built (up to date: not run again)"
 
 
 @dataclass
 class ProjectOutcome:
     ref: str
+    content_id: str
     status: Status = Status.PENDING  # built | up-to-date
-    image_id: str = ""
-    checks: list[str] = field(default_factory=list)  # each check and how it went
+    image_id: str = ""  # "" when up to date in the registry only (nothing built or pulled here)
+    checks: list[tuple[str, str]] = field(default_factory=list)  # (each check, how it went)
     pushed: list[str] = field(default_factory=list)
+    digest: str = ""  # the registry's digest of the tag, with --push (pushed now, or held already)
     seconds: float = 0.0
 
 
-def build_project(engine: Engine, plan: ProjectPlan, settings: BuildSettings, log: Log) -> ProjectOutcome:
+def build_project(
+    engine: Engine, plan: ProjectPlan, settings: BuildSettings, log: Log, registry: Registry | None = None
+) -> ProjectOutcome:
     """`settings`: the base's (repository, output folder, --push); the base image must be there (built or up to
-    date) under its immutable tag."""
-    outcome = ProjectOutcome(plan.ref(settings.repo))
-    folder = settings.out_dir / PROJECT_DIR
-    write_context(plan, folder, force=settings.force)
+    date) under its immutable tag. With --push the registry is asked first (`registry`: the client, made from
+    settings.auth when not given): a tag holding this content id is neither built nor pushed again."""
+    outcome = ProjectOutcome(plan.ref(settings.repo), plan.content_id)
+    write_context(plan, settings.out_dir / PROJECT_DIR, force=settings.force)
+    registry = (registry or Registry(settings.auth)) if settings.push else None
+    held = None if registry is None else held_digest(registry, plan, outcome.ref)
     local = engine.inspect(outcome.ref)
     if local is not None and local.labels.get(PROJECT_CONTENT_LABEL) == plan.content_id:
         outcome.image_id, outcome.status = local.id, Status.UP_TO_DATE
+        outcome.checks = [(what, PASSED_BEFORE) for what, _ in plan.checks()]
         log(f"[project] {outcome.ref} is up to date locally: no build")
+    elif held is not None:
+        outcome.status = Status.UP_TO_DATE
+        outcome.checks = [(what, PASSED_BEFORE) for what, _ in plan.checks()]
+        log(f"[project] {outcome.ref} is up to date in the registry ({held}): no build, no push")
     else:
+        if registry is not None:  # a registry that refuses the push is found before the build, not after it
+            registry.check_push(project_repository(settings.repo, plan.name))
         with secret_files(plan.base, settings, True) as files:
             _build(engine, plan, settings, outcome, log, files)
         run_checks(engine, plan, outcome, log)
@@ -49,12 +69,33 @@ def build_project(engine: Engine, plan: ProjectPlan, settings: BuildSettings, lo
         engine.tag(outcome.image_id, outcome.ref)
         outcome.status = Status.BUILT
         log(f"[project] tagged {outcome.ref}")
-    if settings.push:
-        check_cancelled("pushing")
-        digest = engine.push(outcome.ref, settings.auth, lambda line: None)
-        outcome.pushed.append(outcome.ref)
-        log(f"[project] pushed {outcome.ref} ({digest})")
+    if registry is not None:
+        _push(engine, outcome, held, settings, log)
     return outcome
+
+
+def held_digest(registry: Registry, plan: ProjectPlan, ref: str) -> str | None:
+    """The tag's digest when the registry holds the project's image with exactly this content id (for the base's
+    platform), else None. The project's own label is read: the base's content label, which the project image
+    inherits, says nothing of the project."""
+    top = registry.read(ref)
+    if top is None:
+        return None
+    labels = registry.labels(ref, plan.base.combination.platform.value, top=top)
+    return top.digest if labels is not None and labels.get(PROJECT_CONTENT_LABEL) == plan.content_id else None
+
+
+def _push(engine: Engine, outcome: ProjectOutcome, held: str | None, settings: BuildSettings, log: Log) -> None:
+    """Push the tag unless the registry holds this content under it already (said, with its digest)."""
+    if held is not None:
+        outcome.digest = held
+        if outcome.image_id:  # the registry-only case said "no push" in its own line
+            log(f"[project] {outcome.ref} is in the registry with this content already ({held}): not pushed")
+        return
+    check_cancelled("pushing")
+    outcome.digest = engine.push(outcome.ref, settings.auth, lambda line: None)
+    outcome.pushed.append(outcome.ref)
+    log(f"[project] pushed {outcome.ref} ({outcome.digest})")
 
 
 def _build(
@@ -91,7 +132,7 @@ def run_checks(engine: Engine, plan: ProjectPlan, outcome: ProjectOutcome, log: 
     """Each import, then the command's --help, in the built image (its WORKDIR, its environment); the first to fail
     stops the build, nothing tagged (exit 4), with the last lines it printed."""
     if not plan.imports:
-        outcome.checks.append(f"import: not checked ({plan.imports_from})")
+        outcome.checks.append(("import", f"not checked ({plan.imports_from})"))
         log(f"[project] import check: not checked ({plan.imports_from})")
     for what, command in plan.checks():
         check_cancelled("the project's checks")
@@ -99,10 +140,39 @@ def run_checks(engine: Engine, plan: ProjectPlan, outcome: ProjectOutcome, log: 
         if result.timed_out or result.exit_code != 0:
             why = "timed out" if result.timed_out else f"exit {result.exit_code}"
             raise BuildError(f"[project] check `{what}` failed ({why}), nothing tagged: {_tail(result.output)}")
-        outcome.checks.append(f"{what}: passed")
+        outcome.checks.append((what, "passed"))
         log(f"[project] {what}: passed")
 
 
 def _tail(output: str) -> str:
     lines = [line.strip() for line in redact(output).splitlines() if line.strip()]
     return " | ".join(lines[-TAIL_LINES:]) or "no output"
+
+
+def project_report(plan: ProjectPlan, repo: str, outcome: ProjectOutcome | None, error: str = "") -> dict[str, Any]:
+    """build-report.json's `project` (docs/schemas.md): the image's ref and content id, how it went, its digest in
+    the registry (with --push; null without), its checks; `error`: why it failed (outcome None)."""
+    if outcome is None:
+        return {
+            "ref": plan.ref(repo),
+            "status": Status.FAILED.value,
+            "content_id": plan.content_id,
+            "error": redact(error),
+        }
+    return {
+        "ref": outcome.ref,
+        "status": outcome.status.value,
+        "content_id": outcome.content_id,
+        "seconds": round(outcome.seconds, 1),
+        "digest": outcome.digest or None,
+        "pushed": outcome.pushed,
+        "checks": [_check_json(what, result) for what, result in outcome.checks],
+    }
+
+
+def _check_json(what: str, result: str) -> dict[str, str]:
+    """{"check", "result": passed | not checked, "detail"?}: the three answers kept apart from their reasons."""
+    if result.startswith("not checked"):
+        return {"check": what, "result": "not checked", "detail": result.removeprefix("not checked ").strip("()")}
+    detail = {} if result == "passed" else {"detail": "passed when the image was built; it is up to date"}
+    return {"check": what, "result": "passed", **detail}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from builder.core.kinds import Flavor
 from builder.engine import BuildRequest
@@ -107,3 +108,23 @@ def project_request(
         labels=tuple(sorted((dict(provenance) | plan.labels()).items())),
         platform=base.combination.platform.value,
     )
+
+
+def project_json(plan: ProjectPlan | None, repo: str, context_dir: Path) -> dict[str, Any]:
+    """plan.json's `project` (docs/schemas.md), beside the base's keys; {} outside a project. `context_dir`: where
+    its Dockerfile is written (the base's output folder's project/)."""
+    if plan is None:
+        return {}
+    unchecked = [] if plan.imports else [{"check": "import", "result": "not checked", "why": plan.imports_from}]
+    return {
+        "project": {
+            "name": plan.name,
+            "ref": plan.ref(repo),
+            "base_ref": plan.base_ref(repo),
+            "flavor": plan.flavor.value,
+            "content_id": plan.content_id,
+            "dockerfile": str(context_dir / "Dockerfile"),
+            "labels": plan.labels(),
+            "checks": [{"check": what, "command": list(command)} for what, command in plan.checks()] + unchecked,
+        }
+    }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,9 +68,19 @@ class _Read:
 
 def read_requirements_file(path: Path, shown: str, env: Mapping[str, str]) -> Requirements:
     """The file and its includes; `shown` is the path as the user gave it (messages name file:line by it)."""
-    state = _Read(root=Path(os.path.realpath(path.parent)), env=env)
-    _read(path, shown, state, (), constraint=False, what="--requirements")
+    return read_requirements_files(((path, shown),), env)
+
+
+def read_requirements_files(files: Sequence[tuple[Path, str]], env: Mapping[str, str]) -> Requirements:
+    """Several files as `pip install -r A -r B` reads them: one set, in order, each file's includes read relative
+    to it and only inside its own folder; their index options are the one install's (a second --index-url that
+    differs is refused, naming both files); local sources numbered across them."""
+    state = _Read(root=Path(), env=env)
+    for path, shown in files:
+        state.root = Path(os.path.realpath(path.parent))
+        _read(path, shown, state, (), constraint=False, what="--requirements")
     index = state.index_url
+    shown = files[0][1] if len(files) == 1 else ", ".join(Path(name).name for _, name in files)  # the image's note
     indexes = Indexes(where=index[1] if index else shown, index_url=index[0] if index else None,
                       extra_index_urls=tuple(state.extra), find_links=tuple(state.links),
                       trusted_hosts=tuple(state.hosts))  # fmt: skip

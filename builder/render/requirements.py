@@ -7,12 +7,13 @@ or a URL (builder/render/reqline.py). A file's index options join the build's in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from builder.core.errors import UsageError
 from builder.render.network import Network, with_indexes
 from builder.render.pylock import is_pylock, read_pylock
-from builder.render.reqfile import read_requirements_file
+from builder.render.reqfile import read_requirements_file, read_requirements_files
 from builder.render.reqline import Place, Sources, read_entry
 from builder.render.reqtypes import Entry, Requirements
 from builder.render.uvlock import read_uv_lock
@@ -29,6 +30,19 @@ def read_requirements(path: str, env: Mapping[str, str]) -> Requirements:
     if is_pylock(name):
         return read_pylock(Path(path), path)
     return read_requirements_file(Path(path), path, env)
+
+
+def read_requirements_set(paths: Sequence[str], env: Mapping[str, str]) -> Requirements:
+    """A project's requirements files (torchyard.toml's dependencies.requirements) as one `pip install -r A -r B`
+    reads them (builder/render/reqfile.py: read_requirements_files); one path is read as --requirements reads it.
+    A lock is installed alone (its own hashed set): beside other files it is refused."""
+    if len(paths) == 1:
+        return read_requirements(paths[0], env)
+    for path in paths:
+        name = Path(path).name
+        if name == "uv.lock" or is_pylock(name):
+            raise UsageError(f"{path}: a lockfile is installed alone, not beside other requirements files")
+    return read_requirements_files(tuple((Path(p), p) for p in paths), env)
 
 
 def with_file_indexes(network: Network, requirements: Requirements | None, flag_index: str | None) -> Network:

@@ -3,7 +3,8 @@
 
 The example pins the docker tier's shared e2e combination with archs sm_89, so its base is the image the README's
 main job builds (tests/unit/test_example_project.py holds the two plans together) and comes from the e2e build's
-cache. Then: the project's import check passed; `torchyard run -- python -m tinyproj` starts the project's image
+cache. Then: the project's import check passed, and build-report.json and plan.json describe the project
+image; `torchyard run -- python -m tinyproj` starts the project's image
 (found by its labels, its code from the image, not the mounted folder); one changed source file rebuilds the code
 layers only (every layer below them, the base's and the dependencies', is the same), and the rebuild's seconds and
 bytes are printed. The images it tagged are removed."""
@@ -119,6 +120,23 @@ def test_the_plain_build_builds_the_e2e_base_then_the_project_and_its_checks_pas
     assert ref.startswith("torchyard/tinyproj:2.15.0-cuda13.2-cudnn9-py3.13-debian13-runtime-sm89-p"), ref
     labels = json.loads(docker("image", "inspect", ref).stdout)[0]["Config"]["Labels"]
     assert (labels["io.torchyard.project"], labels["io.torchyard.combination"]) == ("tinyproj", E2E_ID)
+
+
+def test_the_reports_describe_the_project_image(project: Project) -> None:
+    """plan.json and build-report.json beside the base's: the image's ref, content id, checks (no --push: no
+    digest)."""
+    ref = project_ref(project.built)
+    [path] = list((project.folder / "build" / "torchyard").glob("*/build-report.json"))
+    report = json.loads(path.read_text())["project"]
+    planned = json.loads((path.parent / "plan.json").read_text())["project"]
+    assert (report["ref"], report["status"], report["digest"], planned["ref"]) == (ref, "built", None, ref)
+    assert report["content_id"] == planned["content_id"] and ref.endswith("-p" + report["content_id"][:12])
+    assert report["checks"] == [
+        {"check": "import tinyproj", "result": "passed"},
+        {"check": "python -m tinyproj --help", "result": "passed"},
+    ]
+    labels = json.loads(docker("image", "inspect", ref).stdout)[0]["Config"]["Labels"]
+    assert labels["io.torchyard.project-content"] == report["content_id"]
 
 
 def test_run_starts_the_project_image_with_its_own_code(project: Project) -> None:

@@ -217,15 +217,15 @@ def test_the_requirements_file_goes_in_the_project_image_and_the_base_stays_plai
 
 @pytest.mark.parametrize(
     ("deps", "message"),
-    [('requirements = ["requirements.txt", "more.txt"]', "dependencies.requirements: render and build install one "
-      "requirements file so far: keep 'requirements.txt', -r the others in it"),
+    [('requirements = ["requirements.txt", "uv.lock"]', "dependencies.requirements: 'uv.lock' is a lockfile: it is "
+      "installed alone; name it in dependencies.lock instead"),
      ('lock = "reqs.lock"', "dependencies.lock: 'reqs.lock': torchyard reads uv.lock, pylock.toml or "
       "pylock.NAME.toml (PEP 751)")],
 )  # fmt: skip
 def test_what_the_build_cannot_install_yet_is_one_located_line(
     folder: Path, capsys: pytest.CaptureFixture[str], deps: str, message: str
 ) -> None:
-    for name in ("requirements.txt", "more.txt", "reqs.lock"):
+    for name in ("requirements.txt", "uv.lock", "reqs.lock"):
         (folder / name).write_text("numpy\n")
     (folder / "torchyard.toml").write_text(f"[dependencies]\n{deps}\n")
     assert cli(capsys, *DRY) == (2, "", f"torchyard: error: torchyard.toml:2: {message}\n")

@@ -246,7 +246,7 @@ def settings(tmp_path: Path, **kwargs: object) -> BuildSettings:
 def both(engine: FakeEngine, p: ProjectPlan, s: BuildSettings, log: list[str]) -> Status:
     assert engine.registry is not None
     build(engine, p.base, s, log.append, engine.registry)
-    return build_project(engine, p, s, log.append).status
+    return build_project(engine, p, s, log.append, engine.registry).status
 
 
 def smoke_runs(engine: FakeEngine) -> list[str]:
