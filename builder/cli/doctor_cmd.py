@@ -99,7 +99,7 @@ def doctor_cmd(ctx: click.Context, flags: DoctorFlags) -> None:
     if project is not None:
         confirm(m, project, asked, d.recommended.result.combo if d.recommended else None)
         wanted = wanted_of(project_name(project.config), project.config.torch.flavor.value, d.recommended)
-        here = project_here(m, host, wanted, engine, flags.project)
+        here = project_here(m, host, wanted, engine, flags.project, repo=flags.repo)  # local, else the registry
         archs = project.config.torch.archs
         mine, data = ["", *doctor_lines(here, d, archs)], {"project": project_data(here, d, archs)}
     check = None if flags.check_image is None else run_check(d, flags.check_image, flags.check_timeout)
@@ -118,7 +118,7 @@ def project_data(here: ProjectHere, d: Diagnosis, archs: tuple[str, ...]) -> dic
         "name": w.name if w else None,
         "combination": w.combination if w else None,
         "image": loc.reference if loc else None,
-        "where": "local engine" if loc else "nowhere",
+        "where": "nowhere" if loc is None else "repository" if here.in_registry else "local engine",
         "runs_here": runs_here(here, d, archs),
         "build": shlex.join(("torchyard", *here.build)),
     }

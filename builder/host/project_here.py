@@ -48,6 +48,7 @@ class ProjectHere:
     location: Location | None  # the newest local one that runs here, else one in the registry; None: neither
     build: tuple[str, ...]  # the words after `torchyard` that build it (`build`, `build --project PATH`)
     notes: tuple[str, ...] = ()  # what the registry could not answer, or why it holds none
+    repo: str | None = None  # the team's repository that was asked (a registry host), else None: local only
 
     @property
     def in_registry(self) -> bool:
@@ -97,7 +98,7 @@ def project_here(
     if found is not None or team is None:
         return ProjectHere(wanted, found, build_words)
     there, why = project_in_registry(wanted, judge, team, client)
-    return ProjectHere(wanted, there, build_words, (why,) if why else ())
+    return ProjectHere(wanted, there, build_words, (why,) if why else (), team)
 
 
 # -- run ----------------------------------------------------------------------------------------------------------
@@ -183,14 +184,17 @@ def doctor_lines(here: ProjectHere, d: Diagnosis, archs: tuple[str, ...]) -> lis
     return [
         f"project image: {LOCAL_NAME}/{w.name} over {w.combination}",
         f"  where:    {where}",
+        *(f"  registry: {note}" for note in here.notes),  # asked and not found there, or not reachable: said
         f"  runs here: {runs_here(here, d, archs)}",
         f"  run it:   {run_line(here)}",
     ]
 
 
 def run_line(here: ProjectHere) -> str:
-    """The line that starts the project's image, building it first when it is missing."""
-    words = ["torchyard", "run", *here.build[1:]]
+    """The line that starts the project's image, building it first when it is missing; with the team's repository
+    where the image is there (run looks in a registry only when told which)."""
+    pull = ["--repo", here.repo] if here.in_registry and here.repo else []
+    words = ["torchyard", "run", *here.build[1:], *pull]
     return shlex.join(words) if here.location else shlex.join([*words, "--yes"]) + " (builds it first)"
 
 

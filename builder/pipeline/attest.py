@@ -34,6 +34,24 @@ def attest_image(
     """SBOM, provenance and signatures for the image the registry holds under `ref` (its immutable tag).
     `image`: the local image (id) to read the contents from; "" when only the registry has it (pulled then).
     `observed`: what the smoke suite read in it this run (its stack is then not asked of torch again)."""
+    stack = stack_of(observed) if observed else None
+    where = image_target(engine, registry, plan, ref, trust, (image, auth), stack)
+    settings = replace(trust, facts=trust.facts | {"combination": plan.id, "flavor": target.flavor.value})
+    return attest(where, settings, build_facts(plan, target, trust, times))
+
+
+def image_target(
+    engine: Engine,
+    registry: Registry,
+    plan: Plan,
+    ref: str,
+    trust: TrustSettings,
+    local: tuple[str, RegistryAuth | None],
+    stack: dict[str, str | None] | None = None,
+) -> Target:
+    """The image under `ref` (one image of `plan`'s platform) as builder/trust reads it: its manifest, its SBOM
+    subject, and how to read its contents when its SBOM is missing. `local`: the local image (id; "": pulled
+    then) and the pull's credentials. Also the project image's (builder/pipeline/project_attest.py): one way."""
     repo_text, tag = split_ref(ref)
     repo = parse_repo(repo_text)
     manifest = registry.client.manifest(repo, tag)
@@ -43,14 +61,11 @@ def attest_image(
                       os_id=re.sub(r"^([a-z]+)(\d)", r"\1-\2", plan.combination.os.name))  # fmt: skip
 
     def contents() -> Inventory:
-        stack = stack_of(observed) if observed else None
-        found = read_inventory(engine, image or engine.pull(ref, auth).id, stack)
+        found = read_inventory(engine, local[0] or engine.pull(ref, local[1]).id, stack)
         first = (plan.spec.torch_index,) if plan.spec.torch_index else ()  # the index the venv stage installed from
         return trust.wheel_hashes(found, first) if trust.wheel_hashes else found
 
-    settings = replace(trust, facts=trust.facts | {"combination": plan.id, "flavor": target.flavor.value})
-    return attest(Target(client=registry.client, repo=repo, manifest=manifest, subject=subject, contents=contents),
-                  settings, build_facts(plan, target, trust, times))  # fmt: skip
+    return Target(client=registry.client, repo=repo, manifest=manifest, subject=subject, contents=contents)
 
 
 def build_facts(

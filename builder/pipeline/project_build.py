@@ -1,12 +1,14 @@
 """The project image, after its base (builder/pipeline/pipeline.py) passed or was up to date: build the project
 stage FROM the base image, run the project's own checks in it (each import, the command's --help), tag it, push it
-with --push unless the registry holds it already (the same content id). The base's smoke suite is the base's: a
-project change never re-runs it."""
+with --push unless the registry holds it already (the same content id), then (with the build's trust settings) attach
+and sign what the registry lacks of its SBOM and provenance, as for the base. The base's smoke suite is the base's:
+a project change never re-runs it."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from builder.core.errors import BuildError
@@ -16,9 +18,11 @@ from builder.core.redact import redact
 from builder.engine import Engine
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.pipeline import BuildSettings, Log, secret_files
+from builder.pipeline.project_attest import attest_project
 from builder.pipeline.project_plan import PROJECT_CONTENT_LABEL, ProjectPlan, project_request
 from builder.pipeline.registry import Registry
 from builder.render.tags import project_repository
+from builder.trust.attest import Attested
 
 PROJECT_DIR = "project"  # the project's build context, inside the base's output folder
 CHECK_TIMEOUT = 600.0  # seconds for one check (an import of torch under emulation is slow)
@@ -38,6 +42,9 @@ class ProjectOutcome:
     pushed: list[str] = field(default_factory=list)
     digest: str = ""  # the registry's digest of the tag, with --push (pushed now, or held already)
     seconds: float = 0.0
+    started: datetime | None = None  # wall clock: the build's start, the checks' end (the provenance's times)
+    finished: datetime | None = None
+    attested: Attested | None = None  # what builder/trust attached in the registry (with --push and trust)
 
 
 def build_project(
@@ -65,12 +72,14 @@ def build_project(
         with secret_files(plan.base, settings, True) as files:
             _build(engine, plan, settings, outcome, log, files)
         run_checks(engine, plan, outcome, log)
+        outcome.finished = datetime.now(UTC)
         check_cancelled("tagging")
         engine.tag(outcome.image_id, outcome.ref)
         outcome.status = Status.BUILT
         log(f"[project] tagged {outcome.ref}")
     if registry is not None:
         _push(engine, outcome, held, settings, log)
+        _attest(engine, registry, plan, settings, outcome, log)
     return outcome
 
 
@@ -98,6 +107,23 @@ def _push(engine: Engine, outcome: ProjectOutcome, held: str | None, settings: B
     log(f"[project] pushed {outcome.ref} ({outcome.digest})")
 
 
+def _attest(
+    engine: Engine, registry: Registry, plan: ProjectPlan, settings: BuildSettings, outcome: ProjectOutcome, log: Log
+) -> None:
+    """The base's attestation, for the project image under its tag (pushed now or held already): only what the
+    registry lacks is written, so an image held and signed by this key gets nothing new."""
+    if settings.trust is None:
+        return
+    check_cancelled("attesting")
+    times = (outcome.started, outcome.finished)
+    done = attest_project(
+        engine, registry, plan, settings.repo, settings.trust, times, (outcome.image_id, settings.auth)
+    )
+    outcome.attested = done
+    wrote = ", ".join(done.written) or "nothing new (already attached)"
+    log(f"[project] attested {done.digest}: sbom {done.sbom}, provenance {done.provenance}; wrote {wrote}")
+
+
 def _build(
     engine: Engine,
     plan: ProjectPlan,
@@ -110,7 +136,7 @@ def _build(
     request = project_request(plan, folder, settings.repo, files, settings.provenance)
     log_path = settings.out_dir / "build-project.log"
     log(f"[project] building {plan.name} on {plan.base_ref(settings.repo)} (log: {log_path})")
-    start = time.monotonic()
+    start, outcome.started = time.monotonic(), datetime.now(UTC)
     with log_path.open("w", buffering=1) as build_log:
 
         def on_line(line: str) -> None:

@@ -2,8 +2,9 @@
 
 It records the combination (torch release and variant, Python, OS, platform), the architectures, the machine it
 was resolved for, the base images with the digests matrix.lock pinned them at (else "not pinned"), the sha256 of
-the project's requirement files or lockfile, and what the file asked (`[asked]`): a lock whose `[asked]` or file
-hashes differ from the file now no longer fits, and is refused with what changed until `--re-resolve` resolves again.
+the project's requirement files or lockfile and of the files they include (-r/-c), and what the file asked
+(`[asked]`): a lock whose `[asked]` or file hashes differ from the file now no longer fits, and is refused with what
+changed until `--re-resolve` resolves again.
 The resolved Python set's own hashes are "not recorded" (`lock export IMAGE` reads them from a built image).
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from builder.core.errors import ProjectError
 from builder.core.files import read_bytes
 from builder.project.config import ProjectConfig
+from builder.project.includes import included_files
 from builder.project.paths import own_file, replace_file
 from builder.project.read import ProjectContext, Table, open_toml, string, strings
 
@@ -82,10 +84,23 @@ def asked_of(config: ProjectConfig) -> Asked:
 
 
 def file_hashes(config: ProjectConfig) -> tuple[FileHash, ...]:
-    """sha256 of each requirement file (or the lockfile) the project names, as it is now."""
-    named = (*config.dependencies.requirements, *([config.dependencies.lock] if config.dependencies.lock else []))
-    return tuple(FileHash(p, hashlib.sha256(read_bytes(config.root / p, "", error=ProjectError)).hexdigest())
-                 for p in named)  # fmt: skip
+    """sha256 of each requirement file (or the lockfile) the project names, as it is now, each followed by the
+    files it includes (-r/-c), each file once."""
+    return tuple(f for f, _ in _hashed(config))
+
+
+def _hashed(config: ProjectConfig) -> list[tuple[FileHash, str | None]]:
+    """Each file's hash, with the file that includes it (None: torchyard.toml names it)."""
+    d = config.dependencies
+    named = (*d.requirements, *([d.lock] if d.lock else []))
+    files: dict[str, str | None] = dict.fromkeys(named)
+    for path in d.requirements:  # a lockfile includes nothing
+        files |= {child: by for child, by in included_files(config.root, path) if child not in files}
+    return [(FileHash(p, _sha256(config.root / p)), by) for p, by in files.items()]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(read_bytes(path, "", error=ProjectError)).hexdigest()
 
 
 def changes(config: ProjectConfig, lock: ProjectLock) -> list[str]:
@@ -96,11 +111,23 @@ def changes(config: ProjectConfig, lock: ProjectLock) -> list[str]:
         for key in dict.fromkeys([*then, *now])
         if then.get(key) != now.get(key)
     ]
+    return found + _file_changes(config, lock, then)
+
+
+def _file_changes(config: ProjectConfig, lock: ProjectLock, then: dict[str, str | tuple[str, ...]]) -> list[str]:
+    """Each file whose content changed, named (an included one with the file that includes it); each included
+    file the lock hashed that is no longer read (deleted, or no longer included: the build would differ)."""
     old = {f.path: f.sha256 for f in lock.files}
-    for f in file_hashes(config):
-        if f.path in old and old[f.path] != f.sha256:
-            found.append(f"{f.path} changed (sha256 {old[f.path][:12]}... -> {f.sha256[:12]}...)")
-    return found
+    hashed = _hashed(config)
+    found = [
+        f"{f.path}{f' (included by {by})' if by else ''} changed (sha256 {old[f.path][:12]}... -> {f.sha256[:12]}...)"
+        for f, by in hashed
+        if f.path in old and old[f.path] != f.sha256
+    ]
+    named_then = {*then.get("dependencies.requirements", ()), *[str(then.get("dependencies.lock") or "")]}
+    read_now = {f.path for f, _ in hashed}
+    gone = [path for path in old if path not in read_now and path not in named_then]  # named ones: in [asked]
+    return found + [f"{path} is no longer read (included when the lock was written)" for path in gone]
 
 
 def _show(value: str | tuple[str, ...] | None) -> str:

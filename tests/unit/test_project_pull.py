@@ -5,6 +5,7 @@ offers to build only when the registry holds none, cannot be reached, or the pul
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -176,3 +177,55 @@ def test_the_budget_bounds_the_reads(monkeypatch: pytest.MonkeyPatch) -> None:
     found, why = project_in_registry(wanted(), judge(), TEAM, client)  # type: ignore[arg-type]
     assert found is not None and (found.reference, why) == (MINE, "")
     assert len([a for a in client.asked if not a.startswith("tags")]) == 1
+
+
+# --- doctor: the same locator, the same registry --------------------------------------------------------------
+
+
+def test_doctor_finds_the_project_image_in_the_team_repository_and_its_run_line_runs_as_printed(
+    folder: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine_with(monkeypatch)  # nothing local: another machine than the one that built and pushed it
+    registry(monkeypatch, Client({MINE: config(project_image(MINE, OLD))}))
+    code, out, err = cli(capsys, "doctor", "--repo", TEAM)
+    assert code == 0, err
+    assert f"  where:    in the team's repository ({MINE}): run pulls it\n" in out
+    assert "  runs here: yes\n" in out and "  registry: " not in out
+    run = f"torchyard run --repo {TEAM}"
+    assert f"  run it:   {run}\n" in out
+    code, _, err = cli(capsys, *run.split()[1:], "--dry-run")  # the printed line, as typed
+    assert code == 0 and f"torchyard: the project's image: {MINE} ({OLD}), in the team's repository" in err
+    code, out, _ = cli(capsys, "doctor", "--repo", TEAM, "--json")
+    assert json.loads(out)["project"] | {"runs_here": ""} == {
+        "name": "my-model",
+        "combination": OLD,
+        "image": MINE,
+        "where": "repository",
+        "runs_here": "",
+        "build": "torchyard build",
+    }
+
+
+def test_doctor_says_why_the_registry_has_no_image_of_the_project(
+    folder: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine_with(monkeypatch)
+    registry(monkeypatch, Client({}, PushError("registry 127.0.0.1:5000 is unreachable: refused")))
+    code, out, err = cli(capsys, "doctor", "--repo", TEAM)
+    assert code == 0, err
+    assert "  where:    not built yet: `torchyard build` in the project builds it\n" in out
+    assert f"  registry: the registry of {TEAM}/my-model is not reachable (registry 127.0.0.1:5000 is " \
+        "unreachable: refused)\n" in out  # fmt: skip
+    assert "  run it:   torchyard run --yes (builds it first)\n" in out
+    registry(monkeypatch, Client({}))
+    code, out, _ = cli(capsys, "doctor", "--repo", TEAM)
+    assert f"  registry: no image of project my-model over {OLD} that runs here is in {TEAM}/my-model\n" in out
+
+
+def test_doctor_without_a_registry_host_asks_no_registry(
+    folder: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine_with(monkeypatch)
+    client = registry(monkeypatch, Client({}))
+    code, out, _ = cli(capsys, "doctor")  # the default repository, `torchyard`: local engines only
+    assert code == 0 and client.asked == [] and "  registry: " not in out
