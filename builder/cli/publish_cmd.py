@@ -57,6 +57,7 @@ class PublishFlags:
     no_aliases: bool
     aliases_only: bool
     report_path: str | None
+    notes_path: str | None
     output: str
     registry_user: str | None
     registry_password_stdin: bool
@@ -78,6 +79,8 @@ class PublishFlags:
         if self.plan and (self.dry_run or self.no_push or self.aliases_only):
             raise UsageError("--plan asks the registry what a publish would do: not with --dry-run, --no-push or "
                              "--aliases-only")  # fmt: skip
+        if self.notes_path and (self.plan or self.dry_run):
+            raise UsageError("--notes writes what a publish did: not with --plan or --dry-run (--plan prints Markdown)")
         if self.jobs < 1:
             raise UsageError(f"--jobs: {self.jobs} is not a positive number")
         parse_gpus(self.gpus)
@@ -118,6 +121,8 @@ platform_option = click.option(
     "--zstd", is_flag=True, help="Also write a zstd copy of each pushed tag under <tag>-zstd (gzip stays the default)."
 )
 @click.option("--report", "report_path", metavar="FILE", help="Write a JSON report.")
+@click.option("--notes", "notes_path", metavar="FILE", help="Write Markdown release notes: each published image, its "
+              "digest and build tag, and what a --refresh changed, package by package.")  # fmt: skip
 @click.option("-o", "--output", "output", default="build/publish", show_default=True, metavar="DIR", callback=folder)
 @registry_options
 @refresh_option
@@ -132,7 +137,7 @@ platform_option = click.option(
 @takes(PublishFlags)
 def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     """Build, smoke-test and push the publish set; aliases move only after their images passed."""
-    from builder.publish.report import PublishInterrupted, write_report
+    from builder.publish.report import PublishInterrupted
     from builder.publish.run import publish
 
     m = matrix_of(ctx, publish_set=True)
@@ -146,6 +151,7 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     every, excluded = expand(m, network, flags.refresh, lock_of(m, flags.locked or flags.relock), flags.registry_mirror)
     items = on_platforms(select(every, flags.only), flags.platforms)
     report_file = check_writable(flags.report_path, "--report") if flags.report_path else None  # not after builds
+    notes_file = check_writable(flags.notes_path, "--notes") if flags.notes_path else None
     auth = registry_auth(flags.registry_user, flags.registry_password_stdin)  # a dry run checks what a real run would
     pplan = plan_publish(m, items, excluded if not (flags.only or flags.platforms) else [], every)
     gate = security_gate(flags.security_gate, flags.allowlist)  # a bad allowlist is refused by a dry run too
@@ -159,13 +165,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     try:
         report = publish(pplan, _settings(flags, m, network, auth, trust, gate), click.echo)
     except PublishInterrupted as stopped:  # the report is written on this exit too
-        if report_file is not None:
-            write_report(stopped.report, report_file)
-        _print_report(stopped.report)
+        _finish(stopped.report, report_file, notes_file)
         raise
-    if report_file is not None:
-        write_report(report, report_file)
-    _print_report(report)
+    _finish(report, report_file, notes_file)
     if report.failed:  # an image failed its build or smoke suite: the README's code for that (the rest went on)
         raise SystemExit(BuildError.exit_code)
 
@@ -200,10 +202,24 @@ def _settings(
     )
 
 
+def _finish(report: Report, report_file: Path | None, notes_file: Path | None) -> None:
+    """The JSON report and the release notes where asked for, then the summary."""
+    from builder.publish.notes import write_notes
+    from builder.publish.report import write_report
+
+    if report_file is not None:
+        write_report(report, report_file)
+    if notes_file is not None:
+        write_notes(report, notes_file)
+    _print_report(report)
+
+
 def _print_report(report: Report) -> None:
+    from builder.publish.report import pushed_text
+
     click.echo("")
-    rows = [[i.id, i.status, f"{i.seconds:.0f}", _first_line(i.reason or i.ref)] for i in report.items]
-    click.echo(table(["ITEM", "STATUS", "SECONDS", "REASON / REF"], rows))
+    rows = [[i.id, i.status, f"{i.seconds:.0f}", pushed_text(i), _first_line(i.reason or i.ref)] for i in report.items]
+    click.echo(table(["ITEM", "STATUS", "SECONDS", "PUSHED", "REASON / REF"], rows))
     for index in report.indexes:
         click.echo(f"index {index.tag}: {index.status}" + (f" ({_first_line(index.reason)})" if index.reason else ""))
     build_refs = [i.build_tag for i in report.items] + [i.build_tag for i in report.indexes]

@@ -279,6 +279,7 @@ def os_base(e: Entry) -> OSBase:
         sources=e.get("source", r.sources),
         regular_end=e.get("regular_end", r.year_month, None),
         lts_end=e.get("lts_end", r.year_month, None),
+        codename=e.get("codename", r.text, ""),
     )
 
 
@@ -334,6 +335,7 @@ KEYS: dict[str, tuple[tuple[str, ...], str]] = {
             "python_image",
             "regular_end",
             "lts_end",
+            "codename",
         ),
         "name",
     ),

@@ -247,6 +247,7 @@ class OSBase:
     sources: tuple[str, ...]
     regular_end: tuple[int, int] | None = None  # (year, month): regular security support through that month
     lts_end: tuple[int, int] | None = None  # (year, month): long-term support (Debian LTS, Ubuntu Pro) through it
+    codename: str = ""  # the release's codename (os-release VERSION_CODENAME: bookworm); "": not recorded
 
     def pythons(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys((self.system_python, *self.python_images)))

@@ -223,11 +223,18 @@ def push_normal(client: Distribution, repo: RepoRef, tag: str, image: NormalImag
     """The normalized image under repo:tag: each blob the registry lacks uploaded (a layer streamed from its
     file, the config from its bytes: an image without layers has one too), then the manifest; the digest the
     registry stored it under (that of the manifest's bytes)."""
+    return push_normal_counted(client, repo, tag, image)[0]
+
+
+def push_normal_counted(client: Distribution, repo: RepoRef, tag: str, image: NormalImage) -> tuple[str, int]:
+    """push_normal, and the bytes it sent: the blobs the registry lacked (a blob sent again after a drop counts
+    again, builder/oci/upload.py) and the manifest."""
+    sent = 0
     for blob in [layer.blob for layer in image.layers]:
         if not client.blob_exists(repo, blob.digest, push=True):
             with blob.path.open("rb") as data:  # chunked and resumable past one chunk (oci/upload.py)
-                client.upload_file(repo, data, blob.digest, blob.path.stat().st_size)
+                sent += client.upload_file(repo, data, blob.digest, blob.path.stat().st_size).bytes
     config = "sha256:" + hashlib.sha256(image.config).hexdigest()
     if not client.blob_exists(repo, config, push=True):
-        client.upload_file(repo, io.BytesIO(image.config), config, len(image.config))
-    return client.put_manifest(repo, tag, image.manifest, MANIFEST_TYPE)
+        sent += client.upload_file(repo, io.BytesIO(image.config), config, len(image.config)).bytes
+    return client.put_manifest(repo, tag, image.manifest, MANIFEST_TYPE), sent + len(image.manifest)

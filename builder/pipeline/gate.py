@@ -13,6 +13,7 @@ reads it), reported and not gating; "not checked" with the reason when PyPI coul
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,11 +22,20 @@ from builder.engine import Engine
 from builder.net.http import Http
 from builder.pipeline.allowlist import Entry, Verdict, judge
 from builder.pipeline.image_set import Installed, read_image_set
-from builder.pipeline.security import Suite, fetch_suite, installed_packages, os_release, pending, suite_of
+from builder.pipeline.security import (
+    DebPackage,
+    Suite,
+    fetch_suite,
+    installed_packages,
+    os_release,
+    pending,
+    suite_of,
+)
 
 PYPI_JSON = "https://pypi.org/pypi"
 STATUS = "/var/lib/dpkg/status"
 STATUS_LIMIT = 32 << 20
+NONE: tuple[Verdict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -55,32 +65,50 @@ class GateResult:
 
 
 @dataclass(frozen=True)
+class Packages:
+    """What the gate reads, from wherever it was read: `subject` names the image in a blocking message; `debian` and
+    `release` None when not recorded (`missing` says why: the OS part is then "not checked")."""
+
+    subject: str
+    debian: tuple[DebPackage, ...] | None
+    release: dict[str, str] | None
+    python: tuple[Installed, ...]
+    missing: str = ""
+
+
+@dataclass(frozen=True)
 class SecurityGate:
     http: Http
     allowlist: tuple[Entry, ...] = ()
     today: datetime.date = field(default_factory=lambda: datetime.datetime.now(datetime.UTC).date())
 
     def check(self, engine: Engine, image: str, platform: str) -> GateResult:
-        """The gate's findings; BuildError naming every package that blocks the image."""
-        os_state, verdicts = self._os(engine, image, platform)
-        blocked = [v for v in verdicts if not v.allowed]
-        if blocked:
-            named = "; ".join(
-                f"{v.finding.package} {v.finding.installed} -> {v.finding.candidate} ({v.why})" for v in blocked
-            )
-            raise BuildError(
-                f"security gate: {len(blocked)} package(s) of {image[:19]} have a pending {blocked[0].finding.suite} "
-                f"update: {named}; rebuild with --refresh, or add an allowlist entry (docs/security-gate.md)"
-            )
-        python, advisories = self._python(engine, image)
-        return GateResult(os_state, python, verdicts, advisories)
-
-    def _os(self, engine: Engine, image: str, platform: str) -> tuple[str, tuple[Verdict, ...]]:
+        """The gate's findings on a local image (its dpkg status and os-release read from it, no container runs);
+        BuildError naming every package that blocks the image."""
         release = engine.read_file(image, "/usr/lib/os-release") or engine.read_file(image, "/etc/os-release")
         status = engine.read_file(image, STATUS, limit=STATUS_LIMIT)
-        if release is None or status is None:
-            return "not checked: the image has no os-release or dpkg status", ()
-        suite = suite_of(os_release(release.decode("utf-8", "replace")), platform)
+        os_state, verdicts = "not checked: the image has no os-release or dpkg status", NONE
+        if release is not None and status is not None:
+            found = os_release(release.decode("utf-8", "replace"))
+            os_state, verdicts = self._os(found, installed_packages(status.decode("utf-8", "replace")), platform)
+        _block(image[:19], verdicts)
+        python, advisories = self._python(lambda: read_image_set(engine, image).dists)
+        return GateResult(os_state, python, verdicts, advisories)
+
+    def check_packages(self, packages: Packages, platform: str) -> GateResult:
+        """The gate's findings on packages read from elsewhere (a published image's SBOM, builder/publish/policy.py):
+        the same rules, the same BuildError."""
+        os_state, verdicts = f"not checked: {packages.missing}", NONE
+        if packages.debian is not None and packages.release is not None:
+            os_state, verdicts = self._os(packages.release, packages.debian, platform)
+        _block(packages.subject, verdicts)
+        python, advisories = self._python(lambda: list(packages.python))
+        return GateResult(os_state, python, verdicts, advisories)
+
+    def _os(
+        self, release: dict[str, str], installed: tuple[DebPackage, ...], platform: str
+    ) -> tuple[str, tuple[Verdict, ...]]:
+        suite = suite_of(release, platform)
         if not isinstance(suite, Suite):
             return f"not checked: {suite}", ()
         try:
@@ -89,15 +117,15 @@ class SecurityGate:
             raise BuildError(
                 f"security gate: could not read {suite.name} ({exc}): not checked, so not passed"
             ) from None
-        findings = pending(installed_packages(status.decode("utf-8", "replace")), offered, suite.name)
+        findings = pending(installed, offered, suite.name)
         verdicts = judge(findings, self.allowlist, self.today)
         if not findings:
             return f"clean: no pending {suite.name} update", verdicts
         return f"{len(findings)} pending {suite.name} update(s), each allowed", verdicts
 
-    def _python(self, engine: Engine, image: str) -> tuple[str, tuple[str, ...]]:
+    def _python(self, read: Callable[[], Sequence[Installed]]) -> tuple[str, tuple[str, ...]]:
         try:
-            every = read_image_set(engine, image).dists
+            every = read()
             dists = [d for d in every if d.local is None]
             found = self.http.map(self._advisories, dists)
         except TorchyardError as exc:
@@ -119,6 +147,18 @@ class SecurityGate:
             raise BuildError(f"{reply.url}: HTTP {reply.status}")
         entries = reply.json().get("vulnerabilities") or []
         return [_advisory(dist, e) for e in entries if isinstance(e, dict) and not e.get("withdrawn")]
+
+
+def _block(image: str, verdicts: tuple[Verdict, ...]) -> None:
+    """BuildError naming every pending update no current allowlist entry covers."""
+    blocked = [v for v in verdicts if not v.allowed]
+    if not blocked:
+        return
+    named = "; ".join(f"{v.finding.package} {v.finding.installed} -> {v.finding.candidate} ({v.why})" for v in blocked)
+    raise BuildError(
+        f"security gate: {len(blocked)} package(s) of {image} have a pending {blocked[0].finding.suite} "
+        f"update: {named}; rebuild with --refresh, or add an allowlist entry (docs/security-gate.md)"
+    )
 
 
 def _advisory(dist: Installed, entry: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from builder.engine import Engine, split_ref
 from builder.oci.refs import parse_repo
 from builder.pipeline.pipeline import BuildSettings, Outcome, build
 from builder.pipeline.plan import Plan
+from builder.pipeline.refresh import lists_exactly
 from builder.pipeline.registry import Registry
 from builder.render.tags import ImageTags, index_tag, member_tag
 from builder.trust import cosign
@@ -86,6 +87,10 @@ def publish_index(
             log(f"SKIP  {ref}: the index and its aliases already name this content")
             return IndexResult(tags.immutable, AliasStatus.UNCHANGED, aliases=list(tags.aliases))
         digests = _member_digests(registry, repo, members)
+        if not current and all(lists_exactly(registry, r, digests) for r in refs):  # a refresh kept every image
+            _sign_index(registry, ref, key, log)
+            log(f"SKIP  {ref}: the index and its aliases already list these images (a refresh changed none)")
+            return IndexResult(tags.immutable, AliasStatus.UNCHANGED, members=digests, aliases=list(tags.aliases))
         written = ""
         for target in refs:
             if target not in current:

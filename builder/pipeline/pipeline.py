@@ -19,18 +19,19 @@ from builder.core.progress import BuildProgress, Mode
 from builder.core.redact import redact
 from builder.core.stage_times import StageTimes
 from builder.engine import Engine, RegistryAuth, split_ref
-from builder.oci.normalize import normalize_saved, push_normal
+from builder.oci.normalize import normalize_saved, push_normal_counted
 from builder.oci.refs import parse_repo
 from builder.pipeline.attest import attest_image
 from builder.pipeline.context_dir import write_context
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.hygiene_allowlist import Accepted
 from builder.pipeline.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
+from builder.pipeline.refresh import Refresh, after_build, before_build
 from builder.pipeline.registry import Registry
 from builder.pipeline.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
 from builder.pipeline.verify import check_extension_code, check_labels, check_tag
 from builder.render.tags import member_tag
-from builder.trust.attest import Attested, TrustSettings
+from builder.trust.attest import Attested, TrustSettings, signing_key_of
 
 Log = Callable[[str], None]
 
@@ -56,6 +57,9 @@ class BuildSettings:
     security_gate: SecurityGate | None = None  # after the smoke suite, before any tag (builder/pipeline/gate.py)
     epoch: int | None = None  # SOURCE_DATE_EPOCH: push the image normalized (builder/oci/normalize.py)
     hygiene: tuple[Accepted, ...] = ()  # --hygiene-allowlist: the hygiene checks' accepted exceptions
+    # publish: a refresh whose package set is the published image's pushes nothing (builder/pipeline/refresh.py);
+    # off for `build --push`, whose candidate the exported workflow promotes only with the planned content hash
+    keep_unchanged: bool = False
 
 
 @dataclass
@@ -74,6 +78,14 @@ class Outcome:
     finished: datetime | None = None
     attested: Attested | None = None  # what builder/trust attached in the registry (with --push and trust)
     security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings (GateResult.as_json)
+    refresh: Refresh | None = None  # with a refresh token: the base's security suite, the package changes
+    pushed_bytes: int | None = 0  # sent to the registry (blobs, manifests, attachments); None: not recorded (docker's
+    #                               push does not say what it sent: only a push with SOURCE_DATE_EPOCH counts)
+
+    @property
+    def unchanged_by_refresh(self) -> bool:
+        """A refresh built the same package set as the published image: that image stays, nothing is pushed."""
+        return self.refresh is not None and self.refresh.unchanged
 
 
 def build(
@@ -92,10 +104,13 @@ def build(
             todo.append((target, outcome))
     if settings.push and todo:  # a registry that refuses pushes is found now, not after the builds and smoke suites
         registry.check_push(settings.repo)
+    refreshes = before_build(engine, plan, [t.flavor for t, _ in todo], log)  # a base with no security suite: said now
     with secret_files(plan, settings, bool(todo)) as files:
         for target, outcome in todo:
-            _build_and_verify(engine, plan, target, settings, outcome, log, files, native)
+            outcome.refresh = refreshes.get(target.flavor)
+            _build_and_verify(engine, plan, target, settings, outcome, log, files, native, registry)
     check_cancelled("tagging")
+    todo = [(t, o) for t, o in todo if not o.unchanged_by_refresh]  # the published image stays: no tag, no push
     for target, outcome in todo:  # every requested image passed: only now are tags applied
         for ref in _refs(settings, plan, target):
             engine.tag(outcome.image_id, ref)
@@ -103,6 +118,8 @@ def build(
         log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, plan, target))}")
     if settings.push:
         for target, outcome in zip(targets, outcomes, strict=True):
+            if outcome.unchanged_by_refresh:
+                continue
             check_cancelled("pushing")
             _push(engine, registry, plan, target, settings, outcome, log)
     return outcomes
@@ -165,6 +182,7 @@ def _build_and_verify(
     log: Log,
     secret_files: dict[str, str],
     native: str,
+    registry: Registry,
 ) -> None:
     name = target.flavor.value
     start = time.monotonic()
@@ -204,6 +222,8 @@ def _build_and_verify(
     if image is None:
         raise BuildError(f"[{name}] the engine lost the image it just built ({outcome.image_id})")
     check_labels(plan, target, image)
+    if outcome.refresh is not None and _same_packages(engine, registry, settings, outcome, log):
+        return  # no smoke suite for an image that is not pushed (the published one passed its own)
     smoke_start = time.monotonic()
     outcome.smoke = _smoke(engine, plan, target, settings, outcome, log, native)
     outcome.stages["smoke"] = round(time.monotonic() - smoke_start, 1)
@@ -219,6 +239,20 @@ def _build_and_verify(
             check_extension_code(engine, outcome.image_id, target.manifest.extensions, plan.archs, home)
         )
         log(f"[{name}] extension code: {outcome.notes[-1]}")
+
+
+def _same_packages(engine: Engine, registry: Registry, settings: BuildSettings, outcome: Outcome, log: Log) -> bool:
+    """A refreshed image against the one published under its tag (builder/pipeline/refresh.py): True when the
+    package sets are the same (the outcome is then up to date, with the published digest)."""
+    assert outcome.refresh is not None
+    key = signing_key_of(settings.trust)
+    where = registry if settings.push and settings.keep_unchanged else None
+    after_build(engine, where, outcome.ref, outcome.image_id, outcome.refresh, key, log, outcome.flavor.value)
+    if not outcome.refresh.unchanged:
+        return False
+    outcome.status, outcome.digest = Status.UP_TO_DATE, outcome.refresh.compared_with
+    log(f"[{outcome.flavor.value}] {outcome.ref} unchanged by the refresh: {outcome.digest} kept, nothing pushed")
+    return True
 
 
 def _emulation_hint(message: str, platform: str | None, native: str) -> str:
@@ -284,6 +318,7 @@ def _push(
         outcome.attested = attest_image(
             engine, registry, plan, target, refs[0], settings.trust, times, outcome.image_id, settings.auth, observed
         )
+        outcome.pushed_bytes = _plus(outcome.pushed_bytes, outcome.attested.bytes)
         log(f"[{target.flavor.value}] {_attested(outcome.attested)}")
     for ref in refs[1:]:  # registry-side, by manifest: each alias is the signed image's digest, never a re-push
         check_cancelled("moving the aliases")
@@ -303,9 +338,10 @@ def _push_ref(
         outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
         engine.tag(outcome.image_id, ref)
     if settings.epoch is None:
-        digest = engine.push(ref, settings.auth, lambda line: None)
+        digest, sent = engine.push(ref, settings.auth, lambda line: None), None
     else:
-        digest = _push_normal(engine, registry, outcome.image_id, ref, settings.epoch)
+        digest, sent = _push_normal(engine, registry, outcome.image_id, ref, settings.epoch)
+    outcome.pushed_bytes = None if sent is None else _plus(outcome.pushed_bytes, sent)
     outcome.pushed.append(ref)
     outcome.digest = outcome.digest or digest
     log(f"[{outcome.flavor.value}] pushed {ref} ({digest})")
@@ -320,12 +356,16 @@ def _attested(done: Attested) -> str:
     return f"attested {done.digest}: sbom {done.sbom}, provenance {done.provenance} {where}; wrote {wrote} ({cost})"
 
 
-def _push_normal(engine: Engine, registry: Registry, image_id: str, ref: str, epoch: int) -> str:
+def _plus(count: int | None, more: int) -> int | None:
+    return None if count is None else count + more
+
+
+def _push_normal(engine: Engine, registry: Registry, image_id: str, ref: str, epoch: int) -> tuple[str, int]:
     """The image as the engine saved it, normalized to its content and the epoch, pushed by torchyard's own
-    registry client (docs/reproducible.md)."""
+    registry client (docs/reproducible.md); its digest and the bytes sent."""
     with tempfile.TemporaryDirectory(prefix="torchyard-normal-") as folder:
         saved = Path(folder) / "image.tar"
         engine.save(image_id, saved)
         image = normalize_saved(saved, Path(folder) / "oci", epoch)
         repo, tag = split_ref(ref)
-        return push_normal(registry.client, parse_repo(repo), tag, image)
+        return push_normal_counted(registry.client, parse_repo(repo), tag, image)

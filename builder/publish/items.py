@@ -5,9 +5,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from pathlib import Path
 
-from builder.core.errors import UsageError
+from builder.core.errors import MatrixError, UsageError
 from builder.core.kinds import Flavor, Platform, Strategy
+from builder.matrix.locate import Locator
 from builder.matrix.lock import BaseLock
 from builder.matrix.model import Matrix, OSBase
 from builder.matrix.publish_set import PYPI_DEFAULT, SYSTEM_PYTHON, PublishEntry
@@ -54,6 +56,12 @@ def item_id(combo_id: str, flavor: Flavor, options: RenderOptions) -> str:
     return "-".join(parts)
 
 
+# What an entry gives the images it names, besides which ones (torch, variants, python, os, flavors): two entries
+# naming one image must agree on these (strategy and archs are in the image's id).
+IMAGE_SETTINGS = ("installer", "pip", "require_archs", "labels", "platforms")
+WARNING = "warning: "  # an excluded image's reason that is a warning, not a problem (overlapping entries merged)
+
+
 @dataclass(frozen=True)
 class Excluded:
     entry: str
@@ -78,7 +86,7 @@ def expand(
 ) -> tuple[list[Item], list[Excluded]]:
     items: list[Item] = []
     excluded: list[Excluded] = []
-    seen: dict[str, str] = {}  # item id -> the entry that builds it
+    seen: dict[str, PublishEntry] = {}  # item id -> the entry that builds it
     f = Facts(m)
     for entry in m.publish:
         options = RenderOptions(
@@ -101,14 +109,38 @@ def expand(
             for combo in combos:
                 for flavor in entry.flavors:
                     ident = item_id(combo.id, flavor, options)
-                    why = problem or (f"also selected by publish[{seen[ident]}], which builds it with its own "
-                                      "settings" if ident in seen else None)  # fmt: skip
-                    if why is not None:  # overlapping entries: the first wins, and the later one says so
+                    why = problem or (overlap(m, seen[ident], entry, ident) if ident in seen else None)
+                    if why is not None:  # overlapping entries: merged when alike (the later one says so), else refused
                         excluded.append(Excluded(entry.name, ident, why))
                     else:
                         items.append(Item(entry, combo, flavor, options))
-                        seen[ident] = entry.name
+                        seen[ident] = entry
     return items, excluded
+
+
+def overlap(m: Matrix, first: PublishEntry, later: PublishEntry, ident: str) -> str:
+    """An image two entries name: with the same settings, merged (built once, by the first; the later one lists it
+    with this warning); with other settings, one of them would be lost: refused (MatrixError, exit 2), naming both
+    entries where they are written."""
+    differ = [name for name in IMAGE_SETTINGS if getattr(first, name) != getattr(later, name)]
+    if not differ:
+        return f"{WARNING}merged: publish[{first.name}] also names it, with the same settings, and builds it once"
+    raise MatrixError(
+        f"{_where(m, later)}: publish[{later.name}]: names {ident}, which publish[{first.name}] ({_where(m, first)}) "
+        f"names too with another {', '.join(differ)}: one image has one set of settings; narrow the torch, variants, "
+        "python, os or flavors of one entry"
+    )
+
+
+def _where(m: Matrix, entry: PublishEntry) -> str:
+    """file:line of the entry's [[publish]] table (the file alone when it cannot be read again)."""
+    name = m.publish_file or m.path
+    index = next(i for i, e in enumerate(m.publish) if e is entry)
+    try:
+        line = Locator(Path(name).read_text()).line_of(("publish", index))
+    except OSError:
+        line = None
+    return f"{name}:{line}" if line else name
 
 
 def _problem(m: Matrix, f: Facts, combos: list[Combination], options: RenderOptions) -> str | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builder.pipeline.registry import Registry
+from builder.publish.items import WARNING
 from builder.publish.plan import AliasMove, PublishPlan
 
 BUILD, SKIP, CANNOT = "build", "skip", "cannot plan"
@@ -42,10 +43,11 @@ class Preview:
     repo: str
     items: tuple[PlannedItem, ...]
     aliases: tuple[PlannedAlias, ...]
+    warnings: tuple[str, ...] = ()  # overlapping publish entries merged (builder/publish/items.py: overlap)
 
     def as_json(self) -> dict[str, Any]:
         return {"schema": 1, "repo": self.repo, "items": [vars(i) for i in self.items],
-                "aliases": [vars(a) for a in self.aliases]}  # fmt: skip
+                "aliases": [vars(a) for a in self.aliases], "warnings": list(self.warnings)}  # fmt: skip
 
     def markdown(self) -> str:
         lines = [f"## torchyard publish plan: {self.repo}", "", "| item | action | image | digest now |",
@@ -58,6 +60,7 @@ class Preview:
         moves = sum(1 for a in self.aliases if a.action != UNCHANGED)
         lines += ["", f"{counts[BUILD]} to build, {counts[SKIP]} up to date, {counts[CANNOT]} cannot be planned; "
                   f"{moves} of {len(self.aliases)} aliases would move."]  # fmt: skip
+        lines += ["", *(f"- {line}" for line in self.warnings)] if self.warnings else []
         return "\n".join(lines) + "\n"
 
 
@@ -78,7 +81,8 @@ def preview(pplan: PublishPlan, registry: Registry, repo: str) -> Preview:
                 digests[item.id] = current
     refs = {i.id: i.ref for i in items}
     aliases = [_alias(move, repo, registry, refs, digests) for move in pplan.aliases if move.index is None]
-    return Preview(repo, tuple(items), tuple(aliases))
+    merged = tuple(f"{e.id} (publish[{e.entry}]): {e.reason}" for e in pplan.excluded if e.reason.startswith(WARNING))
+    return Preview(repo, tuple(items), tuple(aliases), merged)
 
 
 def _alias(

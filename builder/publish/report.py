@@ -12,6 +12,7 @@ from typing import Any
 from builder.core.errors import Interrupted
 from builder.core.files import write_report_file
 from builder.core.kinds import AliasStatus, Status
+from builder.core.progress import human_bytes
 from builder.core.redact import redact
 from builder.pipeline.multiplatform import IndexResult
 from builder.publish.zstd_copies import ZstdResult
@@ -23,11 +24,30 @@ class ItemResult:
     status: Status  # built | skipped | failed | excluded
     ref: str = ""
     reason: str = ""
-    seconds: float = 0.0
+    seconds: float = 0.0  # whole: its group's wall time, every step (its images share one build)
     smoke: dict[str, int] = field(default_factory=dict)
     digest: str = ""
     security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings, when it ran
     build_tag: str = ""  # the never-rewritten tag this run gave the pushed image (builder/publish/build_tags.py)
+    refresh: dict[str, Any] = field(default_factory=dict)  # --refresh: sources, package changes (pipeline/refresh.py)
+    build_seconds: float = 0.0  # its docker build alone
+    pushed_bytes: int | None = None  # what this run sent to the registry for it; None: not recorded
+
+
+NOT_RECORDED = "not recorded"
+
+
+def item_json(item: ItemResult) -> dict[str, Any]:
+    """An item as the report writes it: what was not recorded says so."""
+    return vars(item) | {"pushed_bytes": NOT_RECORDED if item.pushed_bytes is None else item.pushed_bytes}
+
+
+def pushed_text(item: ItemResult) -> str:
+    """The summary table's PUSHED column."""
+    count = item.pushed_bytes
+    if count is None:
+        return NOT_RECORDED
+    return human_bytes(count) if count >= 1_000_000 else f"{count} B"
 
 
 NO_PUSH_INDEX = "--no-push: an index lives in a registry"
@@ -70,7 +90,7 @@ class Report:
             "schema": 1,
             "total": len(self.items),
             "summary": dict(counts) | {"seconds": round(self.seconds, 1)},
-            "items": [vars(i) for i in self.items],
+            "items": [item_json(i) for i in self.items],
             "aliases": [vars(a) for a in self.aliases],
             "indexes": [vars(i) for i in self.indexes],
             "zstd": [vars(z) for z in self.zstd],

@@ -19,14 +19,15 @@ from builder.core.kinds import AliasStatus, Status
 from builder.core.process import reset_cancel, stop_all
 from builder.core.redact import redact
 from builder.engine import DockerEngine, Engine, RegistryAuth
-from builder.oci.client import Manifest
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.multiplatform import IndexResult, publish_index
 from builder.pipeline.pipeline import BuildSettings, build
 from builder.pipeline.registry import Registry
-from builder.publish.budget import DEFAULT_BUDGET, growth, over_budget
+from builder.publish.alias_budget import grown as _grown
+from builder.publish.budget import DEFAULT_BUDGET
 from builder.publish.build_tags import stamp, today
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
+from builder.publish.policy import GATE_STOPPED, gate_skipped
 from builder.publish.report import (
     NO_PUSH_INDEX,
     AliasResult,
@@ -97,6 +98,12 @@ def publish(
             for done in stopped.finished:
                 results.update({r.id: r for r in done})
             raise PublishInterrupted(str(stopped), _interrupted_report(pplan, results, start)) from None
+    if settings.security_gate is not None:  # skipped images too, from what was published (publish/policy.py)
+        remote = (registry_factory(settings.auth), signing_key_of(settings.trust)) if settings.push else None
+        try:
+            gate_skipped(pplan, results, settings.security_gate, remote, engine_factory, log)
+        except KeyboardInterrupt:
+            raise PublishInterrupted(GATE_STOPPED, _interrupted_report(pplan, results, start)) from None
     ordered = [results[i.id] for i in pplan.items]
     ordered += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
     indexes: list[IndexResult] = []
@@ -212,13 +219,18 @@ def _run_group(
                 item.id,
                 status,
                 outcome.ref,
-                seconds=outcome.seconds,
+                seconds=time.monotonic() - started,
                 smoke=dict(counts),
                 digest=outcome.digest,
                 security=outcome.security,
+                refresh=outcome.refresh.as_json() if outcome.refresh else {},
+                build_seconds=outcome.seconds,
+                pushed_bytes=outcome.pushed_bytes,
             )
         )
         log(f"{'SKIP' if status is Status.SKIPPED else 'OK  '}  {item.id}: {status} {outcome.ref}")
+        for line in outcome.refresh.lines(item.id) if outcome.refresh else ():
+            log(line)
     return results
 
 
@@ -277,6 +289,7 @@ def _build_settings(group: Group, settings: PublishSettings, out_dir: Path) -> B
         trust=settings.trust,
         security_gate=settings.security_gate,
         epoch=settings.epoch,
+        keep_unchanged=True,  # a refresh that changed no package leaves the published image (pipeline/refresh.py)
     )
 
 
@@ -290,7 +303,7 @@ def _published(pplan: PublishPlan, settings: PublishSettings, registry: Registry
                 continue
             ref = f"{settings.repo}:{group.immutable(item)}"
             if registry.holds(ref, group.plan.content_hash):
-                found[item.id] = ItemResult(item.id, Status.SKIPPED, ref)
+                found[item.id] = ItemResult(item.id, Status.SKIPPED, ref, pushed_bytes=0)
             else:
                 found[item.id] = ItemResult(item.id, Status.FAILED, ref, reason="not in the registry with this content")
                 log(f"MISS  {ref}: not published with this content")
@@ -373,21 +386,3 @@ def _move(
         return AliasResult(alias, AliasStatus.HELD, immutable, redact(str(exc)))
     log(f"MOVE  {alias_ref} -> {immutable} ({digest})")
     return AliasResult(alias, AliasStatus.MOVED, immutable)
-
-
-def _grown(
-    was: Manifest | None, will: Manifest, alias_ref: str, immutable: str, budget: float | None, log: Log
-) -> AliasResult | None:
-    """The alias held when its new image grew past the budget over the one it names now; None: it may move."""
-    if was is None:
-        return None  # nothing to compare with
-    found = growth(was, will)
-    if found is None:
-        log(f"SIZE  {alias_ref}: not checked (not a single image)")
-        return None
-    log(f"SIZE  {alias_ref}: {found.describe()}")
-    if budget is None or not over_budget(found, budget):
-        return None
-    reason = f"its image grew past the {budget:g} % size budget: {found.describe()} (--allow-growth accepts it)"
-    log(f"HOLD  {alias_ref}: {reason}")
-    return AliasResult(alias_ref.rsplit(":", 1)[1], AliasStatus.HELD, immutable, reason, over_budget=True)

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import requests
 from conftest import E2E, RUN_ID
-from kit import CI_DIR, ROOT, Run, default_sigint, torchyard
+from kit import CI_DIR, ROOT, Run, default_sigint, docker, torchyard
 
 from builder.pipeline.registry import Registry, parse_repo
 
@@ -162,6 +162,57 @@ def test_a_rerun_skips_everything_in_seconds(
     assert statuses(data) == dict.fromkeys(PAIR, "skipped")
     assert set(aliases(data).values()) == {"unchanged"}
     assert time.monotonic() - start < 30
+
+
+def test_turning_on_the_gate_judges_what_is_published_and_fails_without_a_build(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    """Issue 44 item 4: the gate reaches skipped images, from the SBOM published with them (read registry-side);
+    these were published without --attest, so it is not checked, so not passed: exit 4, nothing built or pulled,
+    every alias held where it was."""
+    matrix, _, _ = first
+    reader = Registry()
+    before = {alias: _digest(reader, f"{repo}:{alias}") for alias in aliases(first[2])}
+    run, data = publish(matrix, repo, tmp_path, "--security-gate")
+    assert run.code == 4, run.text[-2000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "failed")
+    for item in data["items"]:
+        assert item["reason"] == (
+            f"security gate not checked: {item['ref']} has no SBOM attached (publish with --attest or --sign-key); "
+            "not checked, so not passed"
+        )
+        assert (item["build_seconds"], item["pushed_bytes"]) == (0.0, 0)
+    assert set(aliases(data).values()) == {"held"}
+    assert {alias: _digest(reader, f"{repo}:{alias}") for alias in before} == before
+    assert "building" not in run.out
+
+
+def test_docker_buildx_bake_runs_the_exported_bake_file_and_every_step_is_the_published_build_s(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    """Issue 43 item 4: `matrix ci --format bake` of the set just published, run by `docker buildx bake` (output
+    cache-only: no tag is touched): it builds, and every RUN and COPY step is CACHED, i.e. the bake file builds
+    exactly what publish built (same Dockerfile, context, args) rather than something of its own."""
+    matrix, _, _ = first
+    out = tmp_path / "bake"
+    run = torchyard("--matrix", str(matrix), "matrix", "ci", "--format", "bake", "--repo", repo, "-o", str(out))
+    assert run.code == 0, run.text[-2000:]
+    argv = [
+        "buildx",
+        "bake",
+        "-f",
+        str(out / "docker-bake.json"),
+        "--progress=plain",
+        "--set",
+        "*.output=type=cacheonly",
+    ]
+    done = docker(*argv, timeout=900)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-4000:]
+    steps = dict(re.findall(r"^#(\d+) \[[^\]]+\] ((?:RUN|COPY) .{0,80})", log, re.MULTILINE))
+    cached = set(re.findall(r"^#(\d+) CACHED$", log, re.MULTILINE))
+    assert steps, log[-2000:]
+    assert {n: step for n, step in steps.items() if n not in cached} == {}
 
 
 def test_changing_one_input_rebuilds_only_the_affected_image(
@@ -306,12 +357,12 @@ def _layers(ref: str) -> dict[str, int]:
 def test_a_refresh_token_rebuilds_with_an_apt_upgrade_under_the_same_tags(
     first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
 ) -> None:
-    """Last in this module: it replaces the pair's images (same tags, new content hash), reusing every
-    layer below the upgrade."""
+    """Last but one in this module: it replaces the pair's images (same tags, new content hash), reusing every
+    layer below the upgrade, and attaches their SBOMs (the next test compares with them)."""
     matrix, _, before = first
     token = f"test-{RUN_ID}"
     old = {i["id"]: _layers(i["ref"]) for i in before["items"]}
-    run, data = publish(matrix, repo, tmp_path, "--refresh", token)
+    run, data = publish(matrix, repo, tmp_path, "--refresh", token, "--attest")  # SBOMs: the next test compares
     assert run.code == 0, run.text[-3000:]
     assert statuses(data) == dict.fromkeys(PAIR, "built")
     assert {i["id"]: i["ref"] for i in data["items"]} == {i["id"]: i["ref"] for i in before["items"]}
@@ -330,3 +381,67 @@ def test_a_refresh_token_rebuilds_with_an_apt_upgrade_under_the_same_tags(
     assert "Calculating upgrade" in log, "the os stage ran apt-get upgrade"
     again, same = publish(matrix, repo, tmp_path / "again", "--refresh", token)
     assert again.code == 0 and statuses(same) == dict.fromkeys(PAIR, "skipped")
+
+
+def test_a_refresh_that_changes_no_package_keeps_every_digest_and_a_planted_change_is_listed(
+    first: tuple[Path, Run, dict[str, Any]], repo: str, tmp_path: Path
+) -> None:
+    """Issue 44 item 3, last in this module (after the refresh above attached SBOMs): a new token whose upgrade
+    changes no package pushes nothing and leaves every tag of the repository on its digest. Then an SBOM planted
+    for the published runtime image says its libc6 was older (this test cannot make the archive publish an update):
+    the next refresh publishes that image under a new build tag, its report lists libc6, and no build tag that
+    existed before names another digest."""
+    matrix, _, _ = first
+    before = _tags(repo)
+    run, data = publish(matrix, repo, tmp_path / "same", "--refresh", f"same-{RUN_ID}", "--attest")
+    assert run.code == 0, run.text[-3000:]
+    assert statuses(data) == dict.fromkeys(PAIR, "skipped")
+    assert {i["refresh"]["packages"] for i in data["items"]} == {"unchanged"}
+    assert _tags(repo) == before, "a refresh that changed no package moved a tag"
+    runtime = next(i["ref"] for i in data["items"] if i["id"].endswith("-runtime"))
+    version = _plant_older_libc6(runtime)
+    run, data = publish(matrix, repo, tmp_path / "planted", "--refresh", f"planted-{RUN_ID}", "--attest",
+                        "--only", "*-runtime")  # fmt: skip
+    assert run.code == 0, run.text[-3000:]
+    [item] = data["items"]
+    assert item["status"] == "built" and item["build_tag"] and item["build_tag"].split(":")[-1] not in before
+    changes = [(c["name"], c["old"], c["new"]) for c in item["refresh"]["changes"]]
+    assert ("libc6", f"{version}~planted", version) in changes, item["refresh"]
+    builds = {tag: digest for tag, digest in before.items() if re.search(r"-\d{8}(\.\d+)?$", tag)}
+    after = _tags(repo)
+    assert builds and {tag: after.get(tag) for tag in builds} == builds, "an earlier build tag was rewritten"
+
+
+def _tags(repo: str) -> dict[str, str]:
+    """Every tag of the repository and the digest it names (the referrers' sha256-<hex> tags left out)."""
+    host, name = repo.split("/", 1)
+    listed = requests.get(f"http://{host}/v2/{name}/tags/list", timeout=30)
+    listed.raise_for_status()
+    reader = Registry()
+    tags = [t for t in listed.json().get("tags") or [] if not t.startswith("sha256-")]
+    return {tag: _digest(reader, f"{repo}:{tag}") for tag in tags}
+
+
+def _plant_older_libc6(ref: str) -> str:
+    """An altered copy of the SBOM of the image under ref, listed first in its referrers tag (what a refresh reads):
+    libc6 one version back. Returns libc6's real version."""
+    from builder.oci.client import OCI_INDEX
+    from builder.oci.referrers import attach, referrers_tag
+    from builder.trust import sbom
+    from builder.trust.attest import read_attached
+
+    reader, (repo_text, _) = Registry(), ref.rsplit(":", 1)
+    repo, manifest = parse_repo(repo_text), reader.read(ref)
+    assert manifest is not None
+    found = read_attached(reader.client, repo, manifest.digest, sbom.MEDIA_TYPE)
+    assert found is not None, f"{ref} has no SBOM"
+    data = json.loads(found[1])
+    libc6 = next(c for c in data["components"] if c["name"] == "libc6" and c["purl"].startswith("pkg:deb/"))
+    version, libc6["version"] = libc6["version"], libc6["version"] + "~planted"
+    planted = attach(reader.client, repo, manifest, sbom.MEDIA_TYPE, json.dumps(data).encode(), {})
+    index = reader.client.manifest(repo, referrers_tag(manifest.digest))
+    assert index is not None, "this registry has no referrers API: its referrers tag lists the SBOMs"
+    entries = sorted(index.data["manifests"], key=lambda e: e["digest"] != planted.digest)
+    raw = json.dumps({"schemaVersion": 2, "mediaType": OCI_INDEX, "manifests": entries}).encode()
+    reader.client.put_manifest(repo, referrers_tag(manifest.digest), raw, OCI_INDEX)
+    return str(version)

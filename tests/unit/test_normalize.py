@@ -166,6 +166,8 @@ def test_with_an_epoch_the_pipeline_pushes_the_normalized_image_itself(
     assert {d for _, d in memory.uploads} == {x.blob.digest for x in expected.layers} | {
         "sha256:" + hashlib.sha256(expected.config).hexdigest()
     }
+    sent = sum(len(memory.blobs[key]) for key in memory.uploads) + len(expected.manifest)
+    assert outcome.pushed_bytes == sent  # what torchyard's client sent (issue 44 item 7)
 
 
 def test_the_base_image_layers_are_kept_as_they_are(tmp_path: Path) -> None:

@@ -469,6 +469,17 @@ def test_push_normal_uploads_what_the_registry_lacks_with_the_push_scope(tmp_pat
     assert {s.bearer for s in heads if s.bearer} == {"repository:team/t:pull,push"}
 
 
+def test_push_normal_counts_the_bytes_it_sent_and_a_rerun_sends_only_the_manifest(tmp_path: Path) -> None:
+    """Issue 44 item 7: the report's bytes pushed per item are what torchyard's client sent, not a guess."""
+    image = nz.normalize_saved(
+        saved(tmp_path / "s.tar", [OLD, LATE_LAYER], [step("ADD a"), step("COPY app")]), tmp_path / "o", EPOCH
+    )
+    _, _, client = registry()
+    blobs = sum(x.blob.path.stat().st_size for x in image.layers) + len(image.config)
+    assert nz.push_normal_counted(client, REPO, "v1", image) == (image.digest, blobs + len(image.manifest))
+    assert nz.push_normal_counted(client, REPO, "v1", image) == (image.digest, len(image.manifest))
+
+
 def test_push_normal_of_one_layer_sends_it_and_the_config(tmp_path: Path) -> None:
     image = nz.normalize_saved(saved(tmp_path / "s.tar", [OLD], [step("ADD a")]), tmp_path / "o", EPOCH)
     _, memory, client = registry()

@@ -80,6 +80,7 @@ def test_every_publish_setting_reaches_each_groups_build(tmp_path: Path) -> None
         member=False,
         security_gate=gate,
         epoch=1700000000,
+        keep_unchanged=True,  # a refresh that changed no package leaves the published image
     )
 
 

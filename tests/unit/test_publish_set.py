@@ -7,12 +7,15 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_engine import FakeRegistry
 from publish_kit import matrix_with
 
 from builder.cli.main import main
-from builder.core.errors import UsageError
+from builder.core.errors import MatrixError, UsageError
 from builder.matrix import Matrix
 from builder.publish.items import Item, expand, select
+from builder.publish.plan import plan_publish
+from builder.publish.preview import preview
 
 SET = """
 [[publish]]
@@ -116,11 +119,40 @@ def test_what_cannot_be_built_is_excluded_with_its_reason(
     entry, ident, reason = excluded[3]
     assert (entry, ident) == ("ubuntu", "torch2.14.1-cu126-py3.11-debian12-runtime-cuda-base")
     assert reason.startswith("no nvidia/cuda image for CUDA 12.6 on debian12 (published: 12.6.0: ubuntu20.04")
-    # an image two entries name is built by the first; the later one says so instead of silently losing its settings
+    # an image two entries name with the same settings is merged: built once by the first, the later one warns
     assert excluded[4:] == [
         ("overlap", "torch2.15.0-cu132-py3.11-debian12-runtime",
-         "also selected by publish[cuda13], which builds it with its own settings"),
+         "warning: merged: publish[cuda13] also names it, with the same settings, and builds it once"),
     ]  # fmt: skip
+
+
+def test_publish_plan_shows_the_merge_as_a_warning(m: Matrix) -> None:
+    items, excluded = expand(m)
+    found = preview(plan_publish(m, items, excluded), FakeRegistry(), "127.0.0.1:5000/t")
+    warning = (
+        "torch2.15.0-cu132-py3.11-debian12-runtime (publish[overlap]): warning: merged: publish[cuda13] also names "
+        "it, with the same settings, and builds it once"
+    )
+    assert found.warnings == (warning,)
+    assert found.markdown().endswith(f"\n\n- {warning}\n")
+    assert found.as_json()["warnings"] == [warning]
+
+
+def test_two_entries_naming_one_image_with_other_settings_are_refused_naming_both_lines(tmp_path: Path) -> None:
+    """Issue 44: the later entry's require_archs would be lost on the image the first builds: refused (exit 2)."""
+    strict = SET.replace('name = "overlap"\n', 'name = "overlap"\nrequire_archs = ["sm_90"]\n')
+    m = matrix_with(strict, tmp_path)
+    with pytest.raises(MatrixError) as caught:
+        expand(m)
+    text = Path(m.path).read_text().splitlines()
+    first = text.index('name = "cuda13"')  # 0-based: the line of the [[publish]] header above the name, 1-based
+    later = text.index('name = "overlap"')
+    assert str(caught.value) == (
+        f"{m.path}:{later}: publish[overlap]: names torch2.15.0-cu132-py3.11-debian12-runtime, which "
+        f"publish[cuda13] ({m.path}:{first}) names too with another require_archs: one image has one set of "
+        "settings; narrow the torch, variants, python, os or flavors of one entry"
+    )
+    assert MatrixError.exit_code == 2
 
 
 def test_globs_select_items_and_a_glob_matching_nothing_is_an_error(

@@ -96,6 +96,8 @@ def test_verify_image_checks_the_index_signature_then_each_platform(tmp_path: Pa
     each = ["signature", "sbom", "sbom signature", "provenance", "provenance signature", "sbom attestation",
             "provenance attestation"]  # fmt: skip
     assert [(c.name, c.status) for c in verdict.checks] == [(n, PASSED) for n in ["index signature", *each, *each]]
+    memory.add_image(REPO, "t-amd64", arch="amd64", labels={"rebuilt": "yes"})  # a rebuilt image, signed (an
+    attest(_target(client, "t-amd64"), TrustSettings(key=key), FACTS)  # index listing the same images stays)
     _publish(client, None, [], content="another set")  # a new index under the tag, not signed
     verdict = verify_image(client, parse_ref(f"{HOST}/{REPO}:t"), public)
     assert [(c.name, c.status) for c in verdict.failed] == [("index signature", FAILED)]
