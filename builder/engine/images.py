@@ -104,15 +104,27 @@ class Images(Connection):
         return [info for info in found if info is not None]
 
     def tag(self, image_id: str, ref: str) -> None:
+        import docker
+
         repo, tag = split_ref(ref)
-        if not self._sdk().images.get(image_id).tag(repo, tag):
+        try:  # an image gone between its build and its tag (removed by another client) is one line, not a traceback
+            tagged = self._sdk().images.get(image_id).tag(repo, tag)
+        except (docker.errors.DockerException, OSError) as exc:
+            raise self.gone(f"the tag of {ref}") or EngineError(f"tag {image_id[:19]} as {ref}: {short(exc)}") from None
+        if not tagged:
             raise EngineError(f"could not tag {image_id[:19]} as {ref}")
 
     def untag(self, ref: str) -> None:
+        """Remove the name `ref`, or the image `ref` names by id when it has no name left (docker rmi, not forced:
+        EngineError when a container still uses it)."""
         import docker
 
-        with suppress(docker.errors.ImageNotFound):
+        try:
             self._sdk().images.remove(ref, noprune=True)
+        except docker.errors.ImageNotFound:
+            return
+        except (docker.errors.DockerException, OSError) as exc:  # a conflict: a container uses it
+            raise self.gone(f"the removal of {ref}") or EngineError(f"remove {ref}: {short(exc)}") from None
 
     def push(self, ref: str, auth: RegistryAuth | None, on_line: Callable[[str], None]) -> str:
         repo, tag = split_ref(ref)

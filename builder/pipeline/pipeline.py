@@ -28,6 +28,7 @@ from builder.pipeline.hygiene_allowlist import Accepted
 from builder.pipeline.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
 from builder.pipeline.refresh import Refresh, after_build, before_build
 from builder.pipeline.registry import Registry
+from builder.pipeline.replaced import drop_replaced, tagged_before
 from builder.pipeline.suite import SmokeOptions, SmokeReport, for_platform, run_smoke
 from builder.pipeline.verify import check_extension_code, check_labels, check_tag
 from builder.render.tags import member_tag
@@ -112,8 +113,10 @@ def build(
     check_cancelled("tagging")
     todo = [(t, o) for t, o in todo if not o.unchanged_by_refresh]  # the published image stays: no tag, no push
     for target, outcome in todo:  # every requested image passed: only now are tags applied
+        previous = tagged_before(engine, _refs(settings, plan, target), outcome.image_id)
         for ref in _refs(settings, plan, target):
             engine.tag(outcome.image_id, ref)
+        drop_replaced(engine, previous, log, f"[{target.flavor.value}] ")
         outcome.status = Status.BUILT
         log(f"[{target.flavor.value}] tagged {', '.join(_refs(settings, plan, target))}")
     if settings.push:

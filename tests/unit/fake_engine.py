@@ -238,7 +238,10 @@ class FakeEngine:
 
     def inspect(self, ref: str) -> ImageInfo | None:
         self.calls.append(Call("inspect", (ref,)))
-        return self.images.get(self.tags.get(ref, ref))
+        found = self.images.get(self.tags.get(ref, ref))
+        if found is None or found.tags:
+            return found
+        return replace(found, tags=tuple(r for r, i in self.tags.items() if i == found.id))  # the engine's own view
 
     def tag(self, image_id: str, ref: str) -> None:
         self.calls.append(Call("tag", (image_id, ref)))
@@ -248,6 +251,8 @@ class FakeEngine:
     def untag(self, ref: str) -> None:
         self.calls.append(Call("untag", (ref,)))
         self.tags.pop(ref, None)
+        if ref in self.images and ref not in self.tags.values():  # by id, an image no tag names: removed
+            del self.images[ref]
 
     def push(self, ref: str, auth: RegistryAuth | None, on_line: Callable[[str], None]) -> str:
         self.calls.append(Call("push", (ref,), auth=auth))

@@ -181,6 +181,8 @@ def test_order_build_labels_smoke_tag_check_then_tags(tmp_path: Path, wheels_pla
         ("build", ("docker",)),
         ("inspect", (image,)),  # the label check reads the built image
         ("run", (image,)),  # the smoke suite
+        ("inspect", (IMMUTABLE,)),  # which images the tags leave (builder/pipeline/replaced.py): none here
+        ("inspect", (ALIAS,)),
         ("tag", (image,)),
         ("tag", (image,)),
     ]
@@ -224,7 +226,8 @@ def test_an_image_without_python_is_retried_with_python3(tmp_path: Path, wheels_
 def test_push_goes_immutable_first_then_aliases_with_the_credentials(tmp_path: Path, wheels_plan: Plan) -> None:
     engine = fake(wheels_plan)
     [outcome], log = run(engine, wheels_plan, settings(tmp_path, push=True, auth=AUTH))
-    assert engine.ops() == ["info", "build", "inspect", "run", "tag", "tag", "push"]
+    # inspect, run: the label check, the smoke suite; inspect, inspect: the images the two tags leave (none here)
+    assert engine.ops() == ["info", "build", "inspect", "run", "inspect", "inspect", "tag", "tag", "push"]
     assert engine.pushed() == [IMMUTABLE] and [c.auth for c in engine.of("push")] == [AUTH]
     assert engine.registry is not None and engine.registry.retagged == [ALIAS], "the alias moves registry-side"
     assert engine.registry.images[ALIAS] == engine.registry.images[IMMUTABLE]

@@ -83,7 +83,7 @@ def test_the_image_is_attested_and_signed_between_its_immutable_tag_and_its_alia
     memory, fake_registry, trust = _setup(tmp_path)
     engine = _engine(wheels_plan, memory, fake_registry)
     [outcome], log = _run(engine, wheels_plan, tmp_path, trust)
-    assert engine.ops() == ["info", "build", "inspect", "run", "tag", "tag", "push", "run"]
+    assert engine.ops() == ["info", "build", "inspect", "run", "inspect", "inspect", "tag", "tag", "push", "run"]
     inventory = engine.of("run")[1].args
     assert inventory[1:3] == ("python", "-c")  # the inventory, after the immutable push
     assert inventory[-1] == "--no-torch"  # the stack comes from this run's smoke suite: torch is not imported again
