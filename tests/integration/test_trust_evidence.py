@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -48,3 +49,42 @@ def test_nothing_is_written_for_an_image_another_key_signed(signed: Signed, tmp_
     run = torchyard("verify-image", signed.ref, "--key", str(other), "--registry-user", AUTH_USER,
                     "--sbom", str(target), env=_env())  # fmt: skip
     assert run.code == 4 and not target.exists(), run.text
+
+
+def test_the_sbom_has_lock_export_s_sha256_for_every_wheel_and_a_license_entry_for_every_os_package(
+    signed: Signed, tmp_path: Path
+) -> None:
+    """Issue 42's done-means on the shared image: each Python component's sha256 is the one `lock export` finds for
+    that wheel (the build's own indexes), every wheel has one, and every Debian package has a license or the
+    property "not recorded" (never an empty or missing answer)."""
+    sbom_path = tmp_path / "sbom.cdx.json"
+    run = torchyard("verify-image", signed.ref, "--key", str(signed.public), "--registry-user", AUTH_USER,
+                    "--sbom", str(sbom_path), env=_env())  # fmt: skip
+    assert run.code == 0, run.text
+    components = json.loads(sbom_path.read_text())["components"]
+    export = torchyard("lock", "export", signed.ref, "-o", str(tmp_path / "lock"), env=_env())
+    assert export.code == 0, export.text[-3000:]
+    lock = tomllib.loads((tmp_path / "lock" / "pylock.toml").read_text())
+    locked = {_norm(p["name"]): {w["hashes"]["sha256"] for w in p.get("wheels", [])} for p in lock["packages"]}
+    left_out = {_norm(x["name"]) for x in lock["tool"]["torchyard"]["left-out"]}
+    python = {_norm(c["name"]): c for c in components if c["purl"].startswith("pkg:pypi/")}
+    assert set(python) - left_out - {"pip", "setuptools", "wheel"} <= set(locked)
+    hashed = {name: [h["content"] for h in c.get("hashes", []) if h["alg"] == "SHA-256"] for name, c in python.items()}
+    differing = {
+        name: (h, sorted(locked[name])) for name, h in hashed.items() if name in locked and h != sorted(locked[name])
+    }
+    assert differing == {}  # one sha256 each, lock export's (a package without one shows here as [] against it)
+    debian = [c for c in components if c["purl"].startswith("pkg:deb/")]
+    assert debian
+    unanswered = [c["name"] for c in debian if not c.get("licenses") and not _not_recorded(c)]
+    assert unanswered == []
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def _not_recorded(component: dict[str, object]) -> bool:
+    properties = component.get("properties") or []
+    assert isinstance(properties, list)
+    return any(p.get("name") == "torchyard:license" and p.get("value") == "not recorded" for p in properties)
