@@ -16,7 +16,7 @@ from builder.cli.output import document, emit_json, table
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
-from builder.core.errors import BuildError, UsageError
+from builder.core.errors import BuildError, TorchyardError, UsageError
 from builder.core.files import check_writable, write_report_file
 from builder.core.kinds import Platform, parse_gpus, parse_platform
 from builder.core.provenance import provenance_labels, source_date_epoch
@@ -167,6 +167,9 @@ def publish_cmd(ctx: click.Context, flags: PublishFlags) -> None:
     except PublishInterrupted as stopped:  # the report is written on this exit too
         _finish(stopped.report, report_file, notes_file)
         raise
+    except TorchyardError as exc:  # and on this one (a registry refusing pushes, found before any build: exit 5)
+        _finish(_stopped(pplan, exc), report_file, notes_file)
+        raise
     _finish(report, report_file, notes_file)
     if report.failed:  # an image failed its build or smoke suite: the README's code for that (the rest went on)
         raise SystemExit(BuildError.exit_code)
@@ -200,6 +203,17 @@ def _settings(
         size_budget=None if flags.allow_growth else flags.size_budget,
         build_tags=not flags.no_build_tags,
     )
+
+
+def _stopped(pplan: PublishPlan, error: TorchyardError) -> Report:
+    """The report of a run an error stopped before its end: no item published by it, every alias held."""
+    from builder.core.kinds import AliasStatus, Status
+    from builder.publish.report import AliasResult, ItemResult, Report
+
+    why = f"the run stopped: {redact(str(error)).splitlines()[0]}"
+    items = [ItemResult(i.id, Status.FAILED, reason=why) for i in pplan.items]
+    items += [ItemResult(e.id, Status.EXCLUDED, reason=e.reason) for e in pplan.excluded]
+    return Report(items, [AliasResult(a.alias, AliasStatus.HELD, reason=why) for a in pplan.aliases], 0.0)
 
 
 def _finish(report: Report, report_file: Path | None, notes_file: Path | None) -> None:

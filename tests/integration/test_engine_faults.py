@@ -8,6 +8,7 @@ in flight for as long as a test needs, so the engine is killed while they run, n
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -333,6 +334,21 @@ def test_a_read_only_registry_refuses_a_promote_in_one_line_exit_5(readonly_regi
     assert run.code == 5
     line = one_line_error(run)
     assert "HTTP 405" in line and "error parsing" not in line
+
+
+def test_a_publish_to_a_read_only_registry_is_exit_5_before_any_build(readonly_registry: str, tmp_path: Path) -> None:
+    """Issue 44 item 7: the write probe finds the refusal before the first build, not after a build and a smoke
+    suite; the report is written on this exit too."""
+    out, report = tmp_path / "out", tmp_path / "report.json"
+    repo = f"{readonly_registry}/torchyard-faults/pub"
+    run = torchyard("publish", "--repo", repo, "--only", "torch2.14.0-cu130-py3.13-debian13-runtime",
+                    "-o", str(out), "--report", str(report), timeout=120)  # fmt: skip
+    assert run.code == 5, run.text[-2000:]
+    line = one_line_error(run)
+    assert "HTTP 405" in line and repo in line, line
+    assert [p.name for p in out.rglob("build-*.log")] == []  # no build started
+    data = json.loads(report.read_text())  # the report on this exit too
+    assert [i["status"] for i in data["items"]] == ["failed"] and "HTTP 405" in data["items"][0]["reason"]
 
 
 # --- a full output disk ----------------------------------------------------------------------------------------

@@ -375,6 +375,15 @@ def test_a_registry_that_refuses_pushes_fails_the_run_before_any_build(fakes: Pu
         run(fakes, tmp_path)
     assert caught.value.exit_code == 5
     assert [op for op, _ in fakes.ops() if op in ("build", "push", "tag")] == []
+    from builder.cli.publish_cmd import _stopped  # what the command writes as the report on that exit
+
+    stopped = _stopped(plan_publish(fakes.m, fakes.items, []), caught.value)
+    assert {i.status for i in stopped.items} == {"failed"} and stopped.aliases
+    assert {a.status for a in stopped.aliases} == {"held"}
+    assert (
+        stopped.items[0].reason
+        == "the run stopped: registry 127.0.0.1:5000 will not take a push to team/torch: HTTP 405"
+    )
 
 
 def test_an_arch_the_published_torch_lacks_fails_the_next_run_without_a_build(
