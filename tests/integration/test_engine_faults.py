@@ -345,7 +345,7 @@ def test_a_publish_to_a_read_only_registry_is_exit_5_before_any_build(readonly_r
                     "-o", str(out), "--report", str(report), timeout=120)  # fmt: skip
     assert run.code == 5, run.text[-2000:]
     line = one_line_error(run)
-    assert "HTTP 405" in line and repo in line, line
+    assert f"registry {readonly_registry} will not take a push to torchyard-faults/pub (HTTP 405)" in line, line
     assert [p.name for p in out.rglob("build-*.log")] == []  # no build started
     data = json.loads(report.read_text())  # the report on this exit too
     assert [i["status"] for i in data["items"]] == ["failed"] and "HTTP 405" in data["items"][0]["reason"]
