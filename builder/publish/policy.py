@@ -33,10 +33,10 @@ from builder.pipeline.security import DebPackage
 from builder.publish.items import Item
 from builder.publish.plan import PublishPlan
 from builder.publish.report import ItemResult
+from builder.render.pins import canonical
 from builder.trust import cosign
 from builder.trust.attest import read_attached
 from builder.trust.sbom import MEDIA_TYPE as SBOM_TYPE
-from builder.trust.sbom_diff import canonical
 
 if TYPE_CHECKING:  # cryptography loads where a key is used (builder/trust/keys.py)
     from builder.trust.keys import SigningKey

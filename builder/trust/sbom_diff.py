@@ -11,18 +11,17 @@ never a re-derived guess.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+from builder.render.pins import canonical  # PEP 503: the name pip compares (Typing_Extensions = typing-extensions)
 from builder.trust.inventory import Inventory
 
 DEB, PYPI = "deb", "pypi"
 Key = tuple[str, str, str]  # (deb | pypi, name (a distribution's canonical one), dpkg architecture or "")
 Packages = Mapping[Key, str]  # -> version
-_NAME = re.compile(r"[-_.]+")
 
 
 @dataclass(frozen=True)
@@ -46,11 +45,6 @@ class Change:
     def as_json(self) -> dict[str, str | None]:
         return {"kind": self.kind, "name": self.name, "arch": self.arch, "change": self.what,
                 "old": self.old, "new": self.new}  # fmt: skip
-
-
-def canonical(name: str) -> str:
-    """A distribution's name as PEP 503 compares it (Typing_Extensions = typing-extensions)."""
-    return _NAME.sub("-", name).lower()
 
 
 def of_inventory(inventory: Inventory) -> dict[Key, str]:
