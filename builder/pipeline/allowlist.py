@@ -17,16 +17,13 @@ An entry covers a pending update of the binary package (or of its source package
 from __future__ import annotations
 
 import datetime
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builder.core.errors import UsageError
-from builder.core.files import read_text
+from builder.pipeline.dated_entries import entry_object, read_lists, reason_and_expiry
 from builder.pipeline.security import Pending
-
-_DATE = "%Y-%m-%d"
 
 
 @dataclass(frozen=True)
@@ -48,34 +45,20 @@ class Verdict:
 
 def read_allowlist(path: str | Path) -> tuple[Entry, ...]:
     """The entries of an allowlist file; UsageError (exit 2) naming the file and the entry for a malformed one."""
-    text = read_text(path, "allowlist")
-    try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        raise UsageError(f"allowlist {path}: not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"allowlist {path}: expected an object keyed by package name (AWS DLC's format)")
-    entries = []
-    for key, items in sorted(doc.items()):
-        if not isinstance(items, list):
-            raise UsageError(f"allowlist {path}: {key!r}: expected a list of entries")
-        entries += [_entry(path, key, index, item) for index, item in enumerate(items)]
-    return tuple(entries)
+    shape = "package name (AWS DLC's format)"
+    return tuple(
+        _entry(f"allowlist {path}: {key}[{index}]", key, item)
+        for key, items in read_lists(path, "allowlist", shape)
+        for index, item in enumerate(items)
+    )
 
 
-def _entry(path: str | Path, key: str, index: int, item: Any) -> Entry:
-    where = f"allowlist {path}: {key}[{index}]"
-    if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected an object")
-    ident, reason, expiry = (str(item.get(k) or "").strip() for k in ("vulnerability_id", "reason_to_ignore", "expiry"))
+def _entry(where: str, key: str, item: Any) -> Entry:
+    item = entry_object(where, item)
+    ident = str(item.get("vulnerability_id") or "").strip()
     if not ident:
         raise UsageError(f"{where}: no vulnerability_id")
-    if not reason or reason.upper() == "N/A":
-        raise UsageError(f"{where} ({ident}): no reason_to_ignore: say why the update may wait")
-    try:
-        until = datetime.datetime.strptime(expiry, _DATE).date()
-    except ValueError:
-        raise UsageError(f"{where} ({ident}): expiry {expiry!r} is not a date (YYYY-MM-DD)") from None
+    reason, until = reason_and_expiry(f"{where} ({ident})", item, "say why the update may wait")
     details = item.get("package_details")
     version = details.get("version") if isinstance(details, dict) else None
     package = str(item.get("package_name") or key)

@@ -13,16 +13,14 @@ ignored (the check fails again) and reported as expired.
 from __future__ import annotations
 
 import datetime
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from builder.core.errors import UsageError
-from builder.core.files import read_text
+from builder.pipeline.dated_entries import entry_object, read_lists, reason_and_expiry
 
 KEYS = {"hygiene.stray_files": "path", "hygiene.caches": "path", "hygiene.pip_check": "package"}
-_DATE = "%Y-%m-%d"
 
 
 @dataclass(frozen=True)
@@ -38,35 +36,20 @@ class Accepted:
 
 def read_hygiene_allowlist(path: str | Path) -> tuple[Accepted, ...]:
     """The entries of the file; UsageError (exit 2) naming the file and the entry for a malformed one."""
-    try:
-        doc = json.loads(read_text(path, "hygiene allowlist"))
-    except ValueError as exc:
-        raise UsageError(f"hygiene allowlist {path}: not JSON ({exc})") from None
-    if not isinstance(doc, dict):
-        raise UsageError(f"hygiene allowlist {path}: expected an object keyed by check name ({', '.join(KEYS)})")
     entries = []
-    for key, items in sorted(doc.items()):
+    for key, items in read_lists(path, "hygiene allowlist", f"check name ({', '.join(KEYS)})"):
         if key not in KEYS:
             raise UsageError(f"hygiene allowlist {path}: {key!r} is not one of {', '.join(KEYS)}")
-        if not isinstance(items, list):
-            raise UsageError(f"hygiene allowlist {path}: {key}: expected a list of entries")
-        entries += [_entry(path, key, index, item) for index, item in enumerate(items)]
+        entries += [_entry(f"hygiene allowlist {path}: {key}[{i}]", key, item) for i, item in enumerate(items)]
     return tuple(entries)
 
 
-def _entry(path: str | Path, key: str, index: int, item: Any) -> Accepted:
-    where = f"hygiene allowlist {path}: {key}[{index}]"
-    if not isinstance(item, dict):
-        raise UsageError(f"{where}: expected an object")
-    value, reason, expiry = (str(item.get(k) or "").strip() for k in (KEYS[key], "reason_to_ignore", "expiry"))
+def _entry(where: str, key: str, item: Any) -> Accepted:
+    item = entry_object(where, item)
+    value = str(item.get(KEYS[key]) or "").strip()
     if not value:
         raise UsageError(f"{where}: no {KEYS[key]}")
-    if not reason or reason.upper() == "N/A":
-        raise UsageError(f"{where} ({value}): no reason_to_ignore: say why it is accepted")
-    try:
-        until = datetime.datetime.strptime(expiry, _DATE).date()
-    except ValueError:
-        raise UsageError(f"{where} ({value}): expiry {expiry!r} is not a date (YYYY-MM-DD)") from None
+    reason, until = reason_and_expiry(f"{where} ({value})", item, "say why it is accepted")
     return Accepted(key, value, reason, until)
 
 

@@ -199,6 +199,9 @@ def test_the_allowlist_counts_until_its_expiry(tmp_path: Path) -> None:
         ({"hygiene.pip_check": [{"package": "x", "expiry": "2027-01-01"}]}, "no reason_to_ignore"),
         ({"hygiene.caches": [{"path": "/x", "reason_to_ignore": "r", "expiry": "soon"}]}, "is not a date"),
         ({"hygiene.caches": [{"reason_to_ignore": "r", "expiry": "2027-01-01"}]}, "no path"),
+        ({"hygiene.caches": {"path": "/x"}}, "'hygiene.caches': expected a list of entries"),
+        ({"hygiene.caches": ["/x"]}, "hygiene.caches[0]: expected an object"),
+        ([{"path": "/x"}], "expected an object keyed by check name"),
     ],
 )
 def test_a_malformed_allowlist_is_refused_naming_the_entry(tmp_path: Path, doc: dict[str, Any], said: str) -> None:
