@@ -2,12 +2,17 @@
 bench/inplace_variant.py builds them) be content-only on this Docker's BuildKit?
 
     .venv/bin/python bench/inplace_digests.py
+    .venv/bin/python bench/inplace_digests.py --rewrite-timestamp
 
 Two `--no-cache` builds of a Dockerfile whose two "venv" RUNs carry the mounts an in-place install needs (uv's
 cache, uv's binary bound from its stage, the layer script from the context, the CA secret) and write files whose
 times they set to 0, as the in-place experiment does. It prints each layer's diff id in both builds, and the
 entries of the first build's layers that hold a time other than 0 outside the base: what BuildKit wrote around
 the step. Exit 0 when the RUN layers are the same bytes twice, 1 when they differ.
+
+`--rewrite-timestamp` (BuildKit 0.13+, buildx): the same two builds with `SOURCE_DATE_EPOCH=0` and the exporter's
+`rewrite-timestamp=true`, written as OCI archives (the image exporter of Docker's own BuildKit refuses the option:
+it "conflicts with unpack", the store's unpacking of the image); it prints each layer's blob digest in both.
 """
 
 from __future__ import annotations
@@ -58,7 +63,36 @@ def timed_entries(saved: Path, diff_ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def oci_layers(context: Path, name: str) -> list[str]:
+    """Build into an OCI archive with rewrite-timestamp; the layer blob digests of its one manifest."""
+    archive = context / f"{name}.tar"
+    docker("buildx", "build", "-q", "--no-cache", "--provenance=false", "--secret", f"id=cacert,src={CA}",
+           "--build-arg", "SOURCE_DATE_EPOCH=0", "--output", f"type=oci,dest={archive},rewrite-timestamp=true",
+           str(context))  # fmt: skip
+    with tarfile.open(archive) as tar:
+        index = json.loads(tar.extractfile("index.json").read())  # type: ignore[union-attr]
+        digest = index["manifests"][0]["digest"].removeprefix("sha256:")
+        manifest = json.loads(tar.extractfile(f"blobs/sha256/{digest}").read())  # type: ignore[union-attr]
+    return [str(layer["digest"]) for layer in manifest["layers"]]
+
+
+def rewritten() -> int:
+    with tempfile.TemporaryDirectory(prefix="torchyard-inplace-") as folder:
+        context = Path(folder)
+        (context / "Dockerfile").write_text(DOCKERFILE)
+        (context / "layer.sh").write_text("true\n")
+        layers = []
+        for name in ("a", "b"):
+            layers.append(oci_layers(context, name))
+            time.sleep(2)  # another clock
+    for i, (a, b) in enumerate(zip(*layers, strict=True)):
+        print(f"layer {i}: {a[:19]} {b[:19]} {'same' if a == b else 'DIFFERENT'}")
+    return 0 if layers[0] == layers[1] else 1
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--rewrite-timestamp"]:
+        return rewritten()
     with tempfile.TemporaryDirectory(prefix="torchyard-inplace-") as folder:
         context = Path(folder)
         (context / "Dockerfile").write_text(DOCKERFILE)
