@@ -2,7 +2,8 @@
 stage FROM the base image, run the project's own checks in it (each import, the command's --help), tag it, push it
 with --push unless the registry holds it already (the same content id), then (with the build's trust settings) attach
 and sign what the registry lacks of its SBOM and provenance, as for the base. The base's smoke suite is the base's:
-a project change never re-runs it."""
+a project change never re-runs it. While torchyard.lock records no Python set, the build resolves the project's
+requirements afresh (no image is reused) and, after the checks passed, records the set (project_set.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from builder.pipeline.context_dir import write_context
 from builder.pipeline.pipeline import BuildSettings, Log, secret_files
 from builder.pipeline.project_attest import attest_project
 from builder.pipeline.project_plan import PROJECT_CONTENT_LABEL, ProjectPlan, project_request
+from builder.pipeline.project_set import record_python_set
 from builder.pipeline.registry import Registry
 from builder.render.tags import project_repository
 from builder.trust.attest import Attested
@@ -56,8 +58,11 @@ def build_project(
     outcome = ProjectOutcome(plan.ref(settings.repo), plan.content_id)
     write_context(plan, settings.out_dir / PROJECT_DIR, force=settings.force)
     registry = (registry or Registry(settings.auth)) if settings.push else None
-    held = None if registry is None else held_digest(registry, plan, outcome.ref)
-    local = engine.inspect(outcome.ref)
+    fresh = plan.record_set is not None  # no Python set locked yet: resolved afresh, no image reused
+    held = None if registry is None or fresh else held_digest(registry, plan, outcome.ref)
+    local = None if fresh else engine.inspect(outcome.ref)
+    if fresh:
+        log("[project] torchyard.lock records no Python set yet: the build resolves it afresh and records it")
     if local is not None and local.labels.get(PROJECT_CONTENT_LABEL) == plan.content_id:
         outcome.image_id, outcome.status = local.id, Status.UP_TO_DATE
         outcome.checks = [(what, PASSED_BEFORE) for what, _ in plan.checks()]
@@ -77,6 +82,7 @@ def build_project(
         engine.tag(outcome.image_id, outcome.ref)
         outcome.status = Status.BUILT
         log(f"[project] tagged {outcome.ref}")
+        record_python_set(engine, plan, settings, outcome.image_id, log)
     if registry is not None:
         _push(engine, outcome, held, settings, log)
         _attest(engine, registry, plan, settings, outcome, log)

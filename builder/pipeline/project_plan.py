@@ -4,7 +4,8 @@ of builder/pipeline/extension_dir.py, the one write_context copies); builder/pip
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +15,13 @@ from builder.pipeline.plan import Plan, content_hash_of
 from builder.render.additions import Additions
 from builder.render.project_stage import BASE_ARG, PROJECT_TARGET, ProjectStage, render_project
 from builder.render.tags import project_repository, project_tag
+from builder.trust.inventory import Inventory
 
 PROJECT_LABEL = "io.torchyard.project"  # the project's name
 PROJECT_CONTENT_LABEL = "io.torchyard.project-content"  # the project's content id: the up-to-date check
 COPY_FLAG = "image.copy"  # what names a copied path in the walk's messages
+# Given the base's and the built image's contents, writes the project's Python set into its lock; says what it did.
+SetRecorder = Callable[[Inventory, Inventory], str]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,6 +36,8 @@ class ProjectPlan:
     sources: tuple[tuple[str, Path, str], ...]  # (path in the context, host path, what named it): the checked walk
     content_id: str  # sha256 of the base's content hash, the Dockerfile, the files and every copied byte
     tag: str  # the base's immutable tag + -p<content id>
+    # torchyard.lock holds no Python set yet: the build resolves it afresh (never up to date) and records it here
+    record_set: SetRecorder | None = field(default=None, compare=False)
 
     @property
     def copies(self) -> tuple[tuple[str, Path, str], ...]:
@@ -65,9 +71,10 @@ def make_project_plan(
     stage: ProjectStage,
     deps: Additions,
     imports: tuple[tuple[str, ...], str],
+    record_set: SetRecorder | None = None,
 ) -> ProjectPlan:
-    """`deps`: the project's Python dependencies (builder/render/additions.py), checked against the base's pins;
-    `imports`: the modules to import and where they were read."""
+    """`deps`: the project's Python dependencies (builder/render/additions.py), checked against the base's pins
+    (and, with a recorded set, pinned to it); `imports`: the modules to import and where they were read."""
     target = base.target(flavor)  # a flavor the combination cannot have: one RenderError with the reason
     dockerfile = render_project(base.spec, stage, deps)
     files = tuple(sorted((name, text.encode()) for name, text in deps.files))
@@ -86,6 +93,7 @@ def make_project_plan(
         sources=sources,
         content_id=content_id,
         tag=project_tag(target.tags.immutable, content_id),
+        record_set=record_set,
     )
 
 

@@ -16,6 +16,7 @@ from builder.pipeline.plan import Plan
 from builder.pipeline.project_plan import ProjectPlan, make_project_plan
 from builder.project.config import ProjectConfig
 from builder.project.read import shown
+from builder.project.set_lock import locked_deps
 from builder.render.additions import additions
 from builder.render.options import RenderOptions
 from builder.render.project_stage import CODE_DIR, CodeCopy, ProjectStage
@@ -34,7 +35,8 @@ def project_plan(config: ProjectConfig, base: Plan, flavor: Flavor, options: Ren
     """`options`: the build's, with the project's dependencies (requirements, pip) in them; `base`: the plan made
     from base_options(options)."""
     deps = additions(base.combination, replace(options, installer=Installer.PIP), Path.cwd())  # the image's pip
-    return make_project_plan(base, flavor, project_stage(config), deps, import_names(config))
+    deps, record = locked_deps(config, deps)  # torchyard.lock's Python set: pinned, or recorded by this build
+    return make_project_plan(base, flavor, project_stage(config), deps, import_names(config), record)
 
 
 def project_stage(config: ProjectConfig) -> ProjectStage:

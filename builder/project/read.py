@@ -41,6 +41,10 @@ class Table(Entry):
     def keys(self) -> tuple[str, ...]:
         return tuple(self.raw)
 
+    def fail_key(self, key: str, message: str) -> NoReturn:
+        """A top-level key (label ""): named as it is written, not ".key"."""
+        self.ctx.fail((*self.path, key), f"{self.label}.{key}" if self.label else key, message)
+
 
 def shown(path: Path) -> str:
     """A file as the user knows it: relative to the current folder when it is inside it, else absolute."""

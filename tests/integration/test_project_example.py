@@ -30,6 +30,7 @@ pytestmark = pytest.mark.docker
 EXAMPLE = ROOT / "examples" / "project"
 DEPENDENCY_LAYERS = 2  # over the base: COPY requirements.txt, RUN pip install (docs/project.md, "Layer order")
 CODE_LAYERS = 3  # at most: one COPY per [image].copy entry (two here), and a WORKDIR that may add one
+PINS = "torchyard-lock-constraints.txt"  # the lock's python_set as the install's constraints (docs/project.md)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,14 @@ def test_the_plain_build_builds_the_e2e_base_then_the_project_and_its_checks_pas
     assert (labels["io.torchyard.project"], labels["io.torchyard.combination"]) == ("tinyproj", E2E_ID)
 
 
+def test_the_shipped_lock_pins_the_python_set_and_stays_as_it_is(project: Project) -> None:
+    """The lock's python_set (tabulate) is installed as a constraints file beside the base's; nothing rewritten."""
+    [dockerfile] = list((project.folder / "build" / "torchyard").glob("*/project/Dockerfile"))
+    assert f" -c /opt/torchyard/{PINS} " in dockerfile.read_text()
+    assert (dockerfile.parent / PINS).read_text().splitlines()[1:] == ["tabulate==0.10.0"]
+    assert (project.folder / "torchyard.lock").read_bytes() == (EXAMPLE / "torchyard.lock").read_bytes()
+
+
 def test_the_reports_describe_the_project_image(project: Project) -> None:
     """plan.json and build-report.json beside the base's: the image's ref, content id, checks (no --push: no
     digest)."""
@@ -177,3 +186,15 @@ def test_one_changed_source_file_rebuilds_the_code_layers_only(project: Project)
     version = project.type("run", "--", "python", "-c", "import tinyproj; print(tinyproj.__version__)")
     assert version.out.strip() == "0.1.1", version.out + version.err  # run took the newest image of the project
     assert f"torchyard: the project's image: {new} ({E2E_ID})" in version.err.splitlines()
+
+
+def test_re_resolve_builds_the_set_afresh_and_records_it_as_the_shipped_lock(project: Project) -> None:
+    """--re-resolve rewrites the lock without a set; the build then installs unpinned (no image reused) and,
+    after the checks passed, records what pip installed over the base: the shipped lock, byte for byte."""
+    typed = project.type("build", "--re-resolve")
+    assert typed.code == 0, (typed.out + typed.err)[-4000:]
+    lines = typed.out.splitlines()
+    assert "[project] torchyard.lock records no Python set yet: the build resolves it afresh and records it" in lines
+    assert "[project] recorded 1 package(s) over the base in torchyard.lock's python_set; 1 sha256 not recorded" \
+        in lines  # fmt: skip
+    assert (project.folder / "torchyard.lock").read_text() == (EXAMPLE / "torchyard.lock").read_text()
