@@ -10,11 +10,16 @@ builder/core/stage_times.py), the smoke suite's wall time (`torchyard smoke`, no
 after each: the machine is shared, so the numbers are upper bounds under the load shown.
 
     python bench/cold_bench.py [--torch 2.14.1] [--skip-tutorial] [--skip-smoke] [--keep] [--in-place MANIFEST]
-                               [--save-manifest PATH]
+                               [--save-manifest PATH] [--rewrite-timestamp]
 
 --save-manifest PATH copies the built image's /etc/torchyard/manifest.json out, for a following --in-place run.
 
 --in-place MANIFEST builds the experiment of bench/inplace_variant.py instead of the rendered venv stage.
+
+--rewrite-timestamp builds with buildx, `SOURCE_DATE_EPOCH=0` and the exporter's `rewrite-timestamp=true` into an
+OCI archive, then `docker load`s it (Docker 26's own image exporter refuses the option: bench/inplace_digests.py);
+the build's and the load's seconds are printed apart. With --in-place it is the way the in-place layers stay
+content-only on BuildKit 0.13.
 
 Afterwards it removes its images and prunes the build-cache records that appeared during its run and are not in
 use (`docker builder prune --filter id=...`, one record at a time): on a shared engine that can include another
@@ -60,12 +65,18 @@ def render(torch: str, out: Path, root: Path) -> None:
     subprocess.run(argv, check=True, capture_output=True, text=True, cwd=root)
 
 
-def build(dockerfile: Path, context: Path, tag: str, log: Path) -> tuple[float, dict[str, float]]:
+def build(
+    dockerfile: Path, context: Path, tag: str, log: Path, archive: Path | None = None
+) -> tuple[float, dict[str, float]]:
+    """`archive`: build with rewrite-timestamp into this OCI archive instead of the engine's store."""
     argv = [DOCKER, "build", "--no-cache", "--progress=plain", "--target", "runtime", "-f", str(dockerfile)]
+    if archive is not None:
+        output = f"type=oci,dest={archive},name={tag},rewrite-timestamp=true"
+        argv[1:2] = ["buildx", "build", "--provenance=false", "--build-arg", "SOURCE_DATE_EPOCH=0", "--output", output]
     if "AS runtime" not in dockerfile.read_text(encoding="utf-8"):
         argv.remove("--target")
         argv.remove("runtime")
-    argv += ["--secret", f"id=cacert,src={CA}", "-t", tag, str(context)]
+    argv += ["--secret", f"id=cacert,src={CA}", *(["-t", tag] if archive is None else []), str(context)]
     times = StageTimes()
     start = time.monotonic()
     with log.open("w", encoding="utf-8") as sink:
@@ -81,6 +92,14 @@ def build(dockerfile: Path, context: Path, tag: str, log: Path) -> tuple[float, 
     if code != 0:
         sys.exit(f"build of {tag} failed ({code}); log: {log}")
     return wall, times.stages()
+
+
+def load_archive(archive: Path) -> float:
+    start = time.monotonic()
+    subprocess.run([DOCKER, "load", "-i", str(archive)], capture_output=True, check=True)
+    seconds = time.monotonic() - start
+    archive.unlink()
+    return seconds
 
 
 def smoke(tag: str) -> float:
@@ -122,7 +141,7 @@ def clean(tags: list[str], before: set[str]) -> None:
         left = now
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch", default="2.14.1")
     parser.add_argument("--skip-tutorial", action="store_true")
@@ -133,10 +152,15 @@ def main() -> None:
     parser.add_argument(
         "--save-manifest", type=Path, default=None, metavar="PATH", help="copy the image's manifest here (--in-place)"
     )
+    parser.add_argument("--rewrite-timestamp", action="store_true", help="through an OCI archive, then docker load")
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="the torchyard checkout that renders (default: this one)"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     work = args.work or Path(tempfile.mkdtemp(prefix="cold-bench-"))
     nonce = secrets.token_hex(4)
     before = cache_records()
@@ -163,9 +187,12 @@ def main() -> None:
         tag = f"torchyard-cold/runtime:{nonce}"
         tags.append(tag)
         result["torchyard_load_before"] = uptime()
-        wall, stages = build(dockerfile, context, tag, work / "torchyard.log")
+        archive = work / "image.tar" if args.rewrite_timestamp else None
+        wall, stages = build(dockerfile, context, tag, work / "torchyard.log", archive)
         result.update(torchyard_build_s=round(wall, 1), stages=stages, torchyard_load_after=uptime())
         print(f"torchyard build {wall:.1f} s: {describe(stages)}", flush=True)
+        if archive is not None:
+            result.update(docker_load_s=round(load_archive(archive), 1), docker_load_after=uptime())
         if args.save_manifest:
             save_manifest(tag, args.save_manifest)
         if not args.skip_smoke:

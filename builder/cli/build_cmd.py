@@ -13,10 +13,11 @@ import click
 
 from builder.cli.common import image_command_options, prepare
 from builder.cli.gate_flags import check_gate_flags, gate_options, security_gate
+from builder.cli.options import repository
 from builder.cli.registry_flags import registry_auth, registry_options
 from builder.cli.request import takes
 from builder.cli.trust_flags import trust_options, trust_settings
-from builder.core.errors import BuildError, TorchyardError
+from builder.core.errors import BuildError, TorchyardError, UsageError
 from builder.core.kinds import AliasStatus, Flavor, Status, parse_gpus
 from builder.core.progress import mode_for
 from builder.core.provenance import provenance_labels, source_date_epoch
@@ -53,6 +54,7 @@ class BuildFlags:
     allowlist: str | None
     shared: Mapping[str, Any]
     hygiene_allowlist: str | None = None
+    cache: str | None = None  # a registry repository, checked by the reference grammar (options.repository)
     accepted: tuple[Accepted, ...] = field(init=False)  # --hygiene-allowlist's entries, read once here
 
     def __post_init__(self) -> None:
@@ -62,6 +64,13 @@ class BuildFlags:
         object.__setattr__(self, "accepted", read_hygiene_allowlist(path) if path else ())
 
 
+def cache_repository(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--cache: a repository alone; the tag is torchyard's (one per target: builder/pipeline/plan.py cache_tag)."""
+    if value and ":" in value.rsplit("/", 1)[-1]:
+        raise UsageError(f"--cache: {value!r} names a tag; give the repository alone (torchyard tags it per target)")
+    return repository(ctx, param, value)
+
+
 @click.command("build")
 @image_command_options
 @click.option("--push", is_flag=True, help="Push the tags after the smoke suite passed.")
@@ -69,6 +78,13 @@ class BuildFlags:
 @click.option("--gpus", metavar="all|N|none", help="Also run the smoke suite's GPU checks on these GPUs.")
 @click.option("--dry-run", is_flag=True, help="Print the plan and the commands; build nothing.")
 @click.option("--verbose", is_flag=True, help="Stream the whole build output.")
+@click.option(
+    "--cache",
+    metavar="REGISTRY/NAME",
+    callback=cache_repository,
+    help="Registry build cache (buildx): read each step's cache from REGISTRY/NAME:<combination>-<flavor> and write "
+    "every stage's back (mode=max); engines sharing it reuse each other's steps.",
+)
 @trust_options
 @gate_options
 @click.option(
@@ -108,6 +124,7 @@ def build_cmd(ctx: click.Context, flags: BuildFlags) -> None:
         security_gate=gate,
         epoch=source_date_epoch(),
         hygiene=flags.accepted,
+        cache=flags.cache,
     )
     if chosen.more:
         _build_platforms(chosen.plans, settings)
@@ -210,8 +227,10 @@ def _dry_run(
     for flavor in flavors:
         target = plan.target(flavor)
         click.echo(f"\n[{flavor.value}]")
-        request = build_request(plan, flavor, out_dir, flags.repo, placeholders, tags=False, provenance=provenance)
-        click.echo("  " + shlex.join(build_command(request)))
+        request = build_request(
+            plan, flavor, out_dir, flags.repo, placeholders, tags=False, provenance=provenance, cache=flags.cache
+        )
+        click.echo("  " + shlex.join(build_command(request, buildx=request.cache is not None)))  # a cache: buildx
         click.echo("  then: label check, smoke suite (no-GPU checks), tag check, then tag:")
         refs = [f"{flags.repo}:{member_tag(target.tags.immutable, plan.combination.platform)}"] if member else []
         for ref in refs or tag_refs(flags.repo, target):

@@ -117,7 +117,10 @@ class CiFlags:
     help="bake: where the contexts and docker-bake.json are written.",
 )
 @click.option(
-    "--cache-repo", metavar="REGISTRY/NAME", callback=repository, help="bake: registry cache (cache-from / cache-to)."
+    "--cache-repo",
+    metavar="REGISTRY/NAME",
+    callback=repository,
+    help="Registry build cache: bake's cache-from / cache-to; the GitHub matrix's builds: build --cache.",
 )
 @refresh_option
 @locked_option
@@ -154,7 +157,10 @@ def matrix_ci_cmd(ctx: click.Context, flags: CiFlags) -> None:
     if flags.fmt == "github":
         assurance = Assurance(flags.attest, flags.security_gate, flags.allowlist)
         click.echo(
-            json.dumps(github_matrix(pplan, repo, candidates, flags.gpus, assurance, shape), separators=(",", ":"))
+            json.dumps(
+                github_matrix(pplan, repo, candidates, flags.gpus, assurance, shape, flags.cache_repo),
+                separators=(",", ":"),
+            )
         )
         return
     if flags.fmt == "github-gpu":

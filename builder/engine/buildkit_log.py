@@ -29,6 +29,7 @@ _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\
 _EXIT = re.compile(r"exit code: (\d+)")
 _GENERIC = re.compile(r'^process ".*" did not complete successfully|^executor failed running')
 _CANCELED = ("context canceled", "canceled")
+_CACHE_IMPORT = "importing cache manifest from "
 _FLAGS = re.compile(r"^(?:--[\w-]+(?:=\S*)?\s+)+")  # RUN --mount=... --network=...
 _SETUP = re.compile(r"(?:set|export|rm|mkdir|cd|umask|if|then|else|elif)\b|(?:fi|true|:)$")
 _SEPARATOR = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"|(?:;|&&)\s*")  # quoted text is skipped whole
@@ -111,14 +112,17 @@ class BuildkitLog:
 
     def failed_step(self) -> Step | None:
         """The step that failed the build: the first error that is not a cancellation (a step stopped because
-        another one failed), else the first error."""
-        real = [s for s in self.failed if not _canceled(s)]
-        return (real or self.failed)[0] if self.failed else None
+        another one failed), else the first error. A registry cache that could not be read (none written yet: a
+        first `--cache` build) fails no build: BuildKit goes on without it."""
+        failed = [s for s in self.failed if not s.header.startswith(_CACHE_IMPORT)]
+        real = [s for s in failed if not _canceled(s)]
+        return (real or failed)[0] if failed else None
 
     def others_failed(self) -> int:
         """How many other steps failed on their own (not cancelled), e.g. two stages building in parallel."""
         step = self.failed_step()
-        return len({s.number for s in self.failed if s is not step and not _canceled(s)})
+        others = (s for s in self.failed if s is not step and not _canceled(s))
+        return len({s.number for s in others if not s.header.startswith(_CACHE_IMPORT)})
 
 
 def _canceled(step: Step) -> bool:

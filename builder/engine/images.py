@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from builder.core.errors import BuildError, EngineError, Interrupted, PushError
+from builder.core.names import check_reference
 from builder.core.process import Completed, check_cancelled, run_command
 from builder.engine.build_failure import explain
 from builder.engine.buildkit_log import BuildkitLog
-from builder.engine.probe import Connection, short
+from builder.engine.probe import Connection, cache_problem, short
+from builder.engine.push_stream import LayerTally, PushedLayers
 from builder.engine.types import BuildRequest, ImageInfo, RegistryAuth
 
 ORPHANED = "no active sessions"  # BuildKit's words for a step whose client (and its secrets) went away
@@ -42,7 +44,17 @@ def build_command(request: BuildRequest, client: str = "docker", *, buildx: bool
         argv += ["--label", f"{key}={value}"]
     for ref in request.tags:
         argv += ["-t", ref]
-    return [*argv, str(request.context)]
+    return [*argv, *cache_flags(request.cache), str(request.context)]
+
+
+def cache_flags(ref: str | None) -> list[str]:
+    """buildx's registry cache options for `ref`: read every step's cache from it, write every stage's back
+    (mode=max: the builder stages too, which the image does not carry). buildx splits these values at ',' into
+    key=value pairs; the reference grammar admits no ',', '=' or space, so a ref cannot add an option of its own."""
+    if ref is None:
+        return []
+    check_reference(ref, "--cache")
+    return ["--cache-from", f"type=registry,ref={ref}", "--cache-to", f"type=registry,ref={ref},mode=max"]
 
 
 class Images(Connection):
@@ -50,6 +62,8 @@ class Images(Connection):
 
     def build(self, request: BuildRequest, on_line: Callable[[str], None]) -> str:
         info = self.info()
+        if request.cache and (problem := cache_problem(info)):  # one line, before the CLI fails on the option
+            raise EngineError(problem)
         with tempfile.TemporaryDirectory(prefix="torchyard-iid-") as tmp:
             iidfile, metadata = Path(tmp) / "iid", Path(tmp) / "metadata.json"
             full = build_command(request, info.client, buildx=info.buildx)
@@ -127,8 +141,14 @@ class Images(Connection):
             raise self.gone(f"the removal of {ref}") or EngineError(f"remove {ref}: {short(exc)}") from None
 
     def push(self, ref: str, auth: RegistryAuth | None, on_line: Callable[[str], None]) -> str:
+        return self.push_said(ref, auth, on_line)[0]
+
+    def push_said(
+        self, ref: str, auth: RegistryAuth | None, on_line: Callable[[str], None]
+    ) -> tuple[str, PushedLayers]:
+        """The push, its digest, and what its stream said of each layer (sent, or already there)."""
         repo, tag = split_ref(ref)
-        digest = ""
+        digest, said = "", LayerTally()
         try:
             stream = self._sdk().api.push(
                 repo, tag=tag, stream=True, decode=True, auth_config=auth.sdk() if auth else None
@@ -138,6 +158,7 @@ class Images(Connection):
                 if "error" in event:
                     raise PushError(f"push {ref}: {push_refusal(str(event['error']))}")
                 digest = (event.get("aux") or {}).get("Digest", digest) or _said_digest(event)
+                said.feed(event)
                 if event.get("status") and event.get("id") is None:
                     on_line(str(event["status"]))
         except KeyboardInterrupt:
@@ -149,7 +170,7 @@ class Images(Connection):
             raise gone or PushError(f"push {ref}: {short(exc)}") from None
         if not digest:
             raise PushError(f"push {ref}: the registry returned no digest")
-        return digest
+        return digest, said.layers()
 
     def pull(self, ref: str, auth: RegistryAuth | None) -> ImageInfo:
         repo, _, digest = ref.partition("@")

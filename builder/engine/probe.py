@@ -98,6 +98,34 @@ def find_build_client() -> tuple[str, bool]:
     )
 
 
+def cache_problem(info: EngineInfo) -> str | None:
+    """Why this engine cannot read and write a registry build cache (None: it can). Cache export is buildx's, and
+    the docker driver (the default builder) has it only on the containerd image store; another driver
+    (docker-container, remote) exports from either store."""
+    if not info.buildx:
+        return (
+            f"--cache: a registry build cache needs the buildx plugin, and {info.client} has none "
+            "(install docker-buildx-plugin, or build without --cache)"
+        )
+    if info.containerd_store or buildx_driver(info.client) != "docker":
+        return None
+    return (
+        f"--cache: the Docker {info.server_version} engine's default builder cannot export a build cache from the "
+        'graph driver\'s image store: turn on the containerd image store ("features": {"containerd-snapshotter": '
+        "true} in daemon.json), or select a docker-container builder (docker buildx create --use)"
+    )
+
+
+def buildx_driver(client: str) -> str:
+    """The driver of buildx's current builder (docker, docker-container, kubernetes, remote); "docker", the default
+    builder's, where `docker buildx inspect` does not say."""
+    for line in _output([client, "buildx", "inspect"]).splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Driver" and value.strip():
+            return value.strip()
+    return "docker"
+
+
 def _quiet(argv: list[str]) -> bool:
     try:
         return subprocess.run(argv, capture_output=True, timeout=30, check=False).returncode == 0

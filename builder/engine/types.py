@@ -70,6 +70,9 @@ class BuildRequest:
     labels: tuple[tuple[str, str], ...] = ()
     tags: tuple[str, ...] = ()  # none: the image is built under no name (tagged after verification)
     platform: str | None = None  # linux/arm64: a build for another platform (emulated where it is not native)
+    # a registry build cache, repository:tag: BuildKit reads the steps' cache from it and writes every stage's back
+    # (buildx only; builder/engine/probe.py cache_problem says where the engine cannot)
+    cache: str | None = None
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from builder.pipeline.context_dir import write_context
 from builder.pipeline.gate import SecurityGate
 from builder.pipeline.hygiene_allowlist import Accepted
 from builder.pipeline.plan import CONTENT_LABEL, Plan, TargetPlan, build_request, tag_refs
+from builder.pipeline.push_count import engine_push
 from builder.pipeline.refresh import Refresh, after_build, before_build
 from builder.pipeline.registry import Registry
 from builder.pipeline.replaced import drop_replaced, tagged_before
@@ -61,6 +62,7 @@ class BuildSettings:
     # publish: a refresh whose package set is the published image's pushes nothing (builder/pipeline/refresh.py);
     # off for `build --push`, whose candidate the exported workflow promotes only with the planned content hash
     keep_unchanged: bool = False
+    cache: str | None = None  # --cache: a registry build cache repository (plan.py cache_tag: one tag per target)
 
 
 @dataclass
@@ -80,8 +82,8 @@ class Outcome:
     attested: Attested | None = None  # what builder/trust attached in the registry (with --push and trust)
     security: dict[str, Any] = field(default_factory=dict)  # the security gate's findings (GateResult.as_json)
     refresh: Refresh | None = None  # with a refresh token: the base's security suite, the package changes
-    pushed_bytes: int | None = 0  # sent to the registry (blobs, manifests, attachments); None: not recorded (docker's
-    #                               push does not say what it sent: only a push with SOURCE_DATE_EPOCH counts)
+    pushed_bytes: int | None = 0  # sent to the registry (blobs, manifests, attachments); None: not recorded (a push
+    #                               whose stream does not say what it sent: builder/pipeline/push_count.py)
 
     @property
     def unchanged_by_refresh(self) -> bool:
@@ -213,6 +215,7 @@ def _build_and_verify(
             secret_files,
             tags=False,
             provenance=settings.provenance,
+            cache=settings.cache,
         )
         log(f"[{name}] building (log: {log_path})")
         try:
@@ -341,7 +344,7 @@ def _push_ref(
         outcome.image_id = engine.pull(f"{outcome.ref}", settings.auth).id
         engine.tag(outcome.image_id, ref)
     if settings.epoch is None:
-        digest, sent = engine.push(ref, settings.auth, lambda line: None), None
+        digest, sent = engine_push(engine, registry, ref, settings.auth, lambda line: None)
     else:
         digest, sent = _push_normal(engine, registry, outcome.image_id, ref, settings.epoch)
     outcome.pushed_bytes = None if sent is None else _plus(outcome.pushed_bytes, sent)

@@ -40,6 +40,8 @@ OS_TREE_SOURCE = SPLIT_SOURCE.with_name(OS_TREE_SCRIPT)
 DOCKERFILE_LABEL = "io.torchyard.dockerfile-sha256"
 CONTENT_LABEL = "io.torchyard.content-hash"
 REFRESH_LABEL = "io.torchyard.refresh"
+# a refresh build's content hash without its token: a refresh may keep the published image only when this is equal
+UNREFRESHED_LABEL = "io.torchyard.unrefreshed-content-hash"
 REFRESH_ARG = "OS_REFRESH"
 
 
@@ -118,7 +120,13 @@ class Plan:
         """Labels given on the command line: they name the Dockerfile, so it cannot carry them."""
         labels = {DOCKERFILE_LABEL: self.dockerfile_sha256, CONTENT_LABEL: self.content_hash}
         refresh = dict(self.build_args).get(REFRESH_ARG)
-        return labels | ({REFRESH_LABEL: refresh} if refresh else {})
+        return labels | ({REFRESH_LABEL: refresh, UNREFRESHED_LABEL: self.content_with_token("")} if refresh else {})
+
+    def content_with_token(self, token: str) -> str:
+        """The content hash this plan would have with `token` as its refresh token ("": none)."""
+        args = [(key, value) for key, value in self.build_args if key != REFRESH_ARG]
+        args += [(REFRESH_ARG, token)] if token else []
+        return content_hash_of(self.dockerfile, tuple(sorted(args)), self.context_files, self.copies)
 
 
 def make_plan(m: Matrix, c: Combination, options: RenderOptions) -> Plan:
@@ -224,9 +232,11 @@ def build_request(
     *,
     tags: bool = True,
     provenance: tuple[tuple[str, str], ...] = (),
+    cache: str | None = None,
 ) -> BuildRequest:
     """The build of one target. `tags=False` builds under no name: the pipeline tags only after
-    verification and the smoke suite. `provenance` (builder/core/provenance.py) rides along as build-time labels."""
+    verification and the smoke suite. `provenance` (builder/core/provenance.py) rides along as build-time labels.
+    `cache`: a registry cache repository (--cache), one tag per combination and flavor (cache_tag)."""
     return BuildRequest(
         context=context_dir,
         dockerfile=context_dir / "Dockerfile",
@@ -236,7 +246,16 @@ def build_request(
         labels=tuple(sorted((dict(provenance) | plan.build_labels()).items())),
         tags=tag_refs(repo, plan.target(flavor)) if tags else (),
         platform=plan.combination.platform.value,  # always said: the plan's wheels are this platform's
+        cache=f"{cache}:{cache_tag(plan, flavor)}" if cache else None,
     )
+
+
+def cache_tag(plan: Plan, flavor: Flavor) -> str:
+    """The registry cache's tag of one target: its combination and flavor (torch2.5.1-cpu-py3.11-debian12-runtime).
+    One per target, because each build's export replaces the tag's cache: flavors and platforms sharing one would
+    keep only the last build's stages. Every option set of a combination shares it: a miss costs a build, never a
+    wrong layer (BuildKit's cache keys are the steps' content)."""
+    return f"{plan.id}-{flavor.value}"
 
 
 def plan_json(plan: Plan, repo: str, context_dir: Path | None = None) -> dict[str, Any]:

@@ -11,6 +11,9 @@ moved. Two checks, both only for a build with a refresh token:
   under its tag. The same set: nothing is pushed, the published digest stays (no smoke suite, no tag, no build
   tag, no alias move). Another set: published as any build, the changes listed. Not compared (no published
   image, no SBOM, an SBOM not signed with the run's key, an unreadable one): published as before, and why is said.
+
+The exported workflow compares when it promotes instead (`promote --keep-unchanged`, builder/publish/
+promote_refresh.py), with this module's attached_packages.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ from typing import TYPE_CHECKING, Any
 from builder.core.errors import TorchyardError
 from builder.core.kinds import Flavor
 from builder.engine import Engine, split_ref
-from builder.oci.refs import parse_repo, platform_of
-from builder.pipeline.plan import REFRESH_ARG, Plan
+from builder.oci.client import Manifest
+from builder.oci.refs import RepoRef, parse_repo, platform_of
+from builder.pipeline.plan import CONTENT_LABEL, REFRESH_ARG, REFRESH_LABEL, UNREFRESHED_LABEL, Plan
 from builder.pipeline.registry import Registry
 from builder.trust import cosign, sbom
 from builder.trust.attest import read_attached
@@ -32,6 +36,7 @@ from builder.trust.inventory import read_inventory
 from builder.trust.sbom_diff import Change, Key, diff, of_inventory, of_sbom
 
 if TYPE_CHECKING:
+    from builder.oci.client import Distribution
     from builder.trust.keys import SigningKey
 
 UNCHANGED = "unchanged"
@@ -61,6 +66,7 @@ class Refresh:
     sources: str = NOT_CHECKED  # "lists bookworm-security" | NO_SECURITY | "not checked: why"
     packages: str = "not compared"  # UNCHANGED | "N change(s)" | "not compared: why"
     compared_with: str = ""  # the published digest whose SBOM was compared
+    unrefreshed: str = ""  # this build's content hash without its token: the published image's must be the same
     changes: tuple[Change, ...] = ()
 
     @property
@@ -91,7 +97,7 @@ def before_build(engine: Engine, plan: Plan, flavors: list[Flavor], log: Log) ->
     found = {}
     for flavor in flavors:
         base = plan.spec.base_image(flavor)
-        found[flavor] = Refresh(token)
+        found[flavor] = Refresh(token, unrefreshed=plan.content_with_token(""))
         if base in read:  # a base shared by flavors (runtime, devel): read and said once
             found[flavor].sources = read[base] or NOT_CHECKED
             continue
@@ -112,7 +118,9 @@ def after_build(
     if registry is None:  # `publish --no-push`, or `build --push`, which pushes a candidate (see BuildSettings)
         found.packages = "not compared: only a publish that pushes compares with the published image"
         return
-    found.packages, found.compared_with, found.changes = compare(engine, registry, ref, image_id, key)
+    found.packages, found.compared_with, found.changes = compare(
+        engine, registry, ref, image_id, key, found.unrefreshed
+    )
     against = f" against {ref} ({found.compared_with})" if found.compared_with else ""
     listed = "".join(f"; {c.describe()}" for c in found.changes)
     log(f"[{name}] refresh {found.token}: packages {found.packages}{against}{listed}")
@@ -165,10 +173,10 @@ def base_sources(engine: Engine, base: str) -> str | None:
 
 
 def compare(
-    engine: Engine, registry: Registry, ref: str, image_id: str, key: SigningKey | None
+    engine: Engine, registry: Registry, ref: str, image_id: str, key: SigningKey | None, unrefreshed: str
 ) -> tuple[str, str, tuple[Change, ...]]:
     """(packages verdict, the published digest compared with, the changes) for the image just built (`image_id`)
-    against the one published under `ref`."""
+    against the one published under `ref`, when that is the same content under another refresh token."""
     try:
         published = registry.read(ref)
     except TorchyardError as exc:  # the push that follows says what the registry refuses
@@ -177,7 +185,7 @@ def compare(
         return f"not compared: {ref} is not in the registry (a first publish)", "", ()
     if published.is_index:
         return f"not compared: {ref} is an image index (an SBOM is attached to each image)", published.digest, ()
-    old, why = _published_packages(registry, ref, published.digest, key)
+    old, why = _published_packages(registry, ref, published, key, unrefreshed)
     if old is None:
         return f"not compared: {why}", published.digest, ()
     try:
@@ -188,17 +196,41 @@ def compare(
     return (f"{len(changes)} change(s)" if changes else UNCHANGED), published.digest, changes
 
 
+def beyond_token(name: str, labels: Mapping[str, str], unrefreshed: str) -> str:
+    """Why the image `name` (its labels) may not be kept in place of a build whose content hash without its refresh
+    token is `unrefreshed`; "" when it is that content under another token, or with none (an image built without a
+    refresh: its content hash is that hash). A refresh replaces only packages: an image whose Dockerfile, build
+    arguments or context files differ is published anew whatever its packages."""
+    published = labels.get(UNREFRESHED_LABEL) or ("" if labels.get(REFRESH_LABEL) else labels.get(CONTENT_LABEL))
+    if not published:  # a refresh build of a torchyard from before the label: its content without the token unknown
+        return f"{name} records no {UNREFRESHED_LABEL} (published before torchyard recorded it)"
+    if published != unrefreshed:
+        return f"{name} differs in more than its refresh token (Dockerfile, build arguments or context files)"
+    return ""
+
+
 def _published_packages(
-    registry: Registry, ref: str, digest: str, key: SigningKey | None
+    registry: Registry, ref: str, published: Manifest, key: SigningKey | None, unrefreshed: str
 ) -> tuple[dict[Key, str] | None, str]:
-    """The package set of the published image's SBOM, or None and why it cannot be read (with a key, the SBOM
-    must be signed with it: an unsigned one is anyone's claim)."""
-    repo = parse_repo(split_ref(ref)[0])
+    """The package set of the published image's SBOM, or None and why it is not compared (another content, or an
+    SBOM that cannot be read)."""
+    beyond = beyond_token(ref, registry.labels(ref, top=published) or {}, unrefreshed)
+    if beyond:
+        return None, beyond
+    return attached_packages(registry.client, parse_repo(split_ref(ref)[0]), ref, published.digest, key)
+
+
+def attached_packages(
+    client: Distribution, repo: RepoRef, ref: str, digest: str, key: SigningKey | None
+) -> tuple[dict[Key, str] | None, str]:
+    """The package set of the SBOM attached to `digest` in `repo` (`ref` names the image in the reason), or None
+    and why it cannot be read. With a key, the SBOM must be signed with it: an unsigned one is anyone's claim.
+    Shared by publish's refresh and `promote --keep-unchanged` (builder/publish/promote_refresh.py)."""
     try:
-        attached = read_attached(registry.client, repo, digest, sbom.MEDIA_TYPE)
+        attached = read_attached(client, repo, digest, sbom.MEDIA_TYPE)
         if attached is None:
             return None, f"{ref} ({digest}) has no SBOM"
-        unsigned = cosign.signed_by(registry.client, repo, attached[0], key.public()) if key is not None else None
+        unsigned = cosign.signed_by(client, repo, attached[0], key.public()) if key is not None else None
         if unsigned is not None:
             return None, f"the SBOM of {ref} ({digest}) is not signed with this run's key ({unsigned})"
         return of_sbom(attached[1]), ""

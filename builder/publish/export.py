@@ -75,6 +75,7 @@ def github_matrix(
     gpus: str | None,
     assurance: Assurance | None = None,
     shape: CiShape | None = None,
+    cache_repo: str | None = None,
 ) -> dict[str, Any]:
     """`strategy.matrix` for GitHub Actions: one job per item with its exact commands and runners.
 
@@ -82,7 +83,10 @@ def github_matrix(
     candidates repo; smoke (CUDA items, when --gpus): the GPU checks on that candidate, on each GPU class in
     `gpu-classes` (github_gpu_matrix: one leg per class; `smoke-runs-on` is the first class's runner);
     push: promote the verified candidate to the public repo registry-side (torchyard promote: blob mounts,
-    the same digest). `publish` does all three on one machine. `assurance`: the attestation and gate flags.
+    the same digest; a refresh that changed no package keeps the public image). `publish` does all three on one
+    machine. `assurance`: the attestation and gate flags.
+    `cache_repo`: each build reads and writes the registry build cache there (build --cache), so a job on a fresh
+    runner reuses the steps an earlier run (or another job of its combination) built.
     """
     assurance, shape = assurance or Assurance(), shape or CiShape()
     include = []
@@ -90,7 +94,7 @@ def github_matrix(
         classes = _classes(item, gpus, shape)
         tag = plan.target(item.flavor).tags.immutable  # what `build` pushes; promote renames a platform member
         candidate, public = f"{candidates}:{tag}", f"{repo}:{pplan.group_of(item).immutable(item)}"
-        promote_flags = ["--content-hash", plan.content_hash, *assurance.promote()]
+        promote_flags = ["--content-hash", plan.content_hash, *_keep(item), *assurance.promote()]
         runner = shape.build_runner(item)
         include.append(
             {
@@ -100,9 +104,7 @@ def github_matrix(
                 "smoke-runs-on": runs_on(classes[0].labels) if classes else runs_on(runner),
                 "gpu": bool(classes),
                 "gpu-classes": " ".join(c.name for c in classes),
-                "build": shlex.join(
-                    ["torchyard", "build", *build_flags(item), *assurance.build(), "--repo", candidates, "--push"]
-                ),
+                "build": _build(item, assurance, candidates, cache_repo),
                 "smoke": _smoke(candidate, gpus if classes else None),
                 # registry-side (blob mounts, same digest), only if the candidate is the content planned
                 "push": shlex.join(["torchyard", "promote", candidate, public, *promote_flags]),
@@ -124,6 +126,14 @@ def github_matrix(
             }
         )
     return {"include": include}
+
+
+def _build(item: Item, assurance: Assurance, candidates: str, cache_repo: str | None) -> str:
+    """The build job's command: build, smoke suite, push the candidate (with the registry build cache, if any)."""
+    cache = ["--cache", cache_repo] if cache_repo else []
+    return shlex.join(
+        ["torchyard", "build", *build_flags(item), *assurance.build(), *cache, "--repo", candidates, "--push"]
+    )
 
 
 def github_gpu_matrix(
@@ -150,6 +160,12 @@ def github_gpu_matrix(
                 }
             )
     return {"include": include}
+
+
+def _keep(item: Item) -> list[str]:
+    """A refreshed candidate whose packages are the public image's leaves that image as it is (its digest, its
+    signatures): without this every weekly refresh would republish every image (builder/publish/promote_refresh.py)."""
+    return ["--keep-unchanged"] if item.options.refresh else []
 
 
 def _classes(item: Item, gpus: str | None, shape: CiShape) -> tuple[GpuClass, ...]:

@@ -28,6 +28,7 @@ from builder.publish.budget import DEFAULT_BUDGET
 from builder.publish.build_tags import stamp, today
 from builder.publish.plan import Group, IndexMember, IndexPlan, PublishPlan
 from builder.publish.policy import GATE_STOPPED, gate_skipped
+from builder.publish.refresh_plan import kept_by_refresh
 from builder.publish.report import (
     NO_PUSH_INDEX,
     AliasResult,
@@ -302,7 +303,7 @@ def _published(pplan: PublishPlan, settings: PublishSettings, registry: Registry
                 found[item.id] = ItemResult(item.id, Status.FAILED, reason=group.problem)
                 continue
             ref = f"{settings.repo}:{group.immutable(item)}"
-            if registry.holds(ref, group.plan.content_hash):
+            if registry.holds(ref, group.plan.content_hash) or kept_by_refresh(registry, ref, group.plan, log):
                 found[item.id] = ItemResult(item.id, Status.SKIPPED, ref, pushed_bytes=0)
             else:
                 found[item.id] = ItemResult(item.id, Status.FAILED, ref, reason="not in the registry with this content")

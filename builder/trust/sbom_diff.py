@@ -2,10 +2,11 @@
 versions, as its SBOM lists them (builder/trust/sbom.py) or as its Inventory read them (builder/trust/inventory.py).
 
 A refresh (`--refresh TOKEN`) compares the image it just built with the SBOM of the one published under the same
-tag (builder/pipeline/refresh.py): the same set means nothing new to publish; a different one is published, and
-these changes are what its report and release notes list. Both sides are keyed alike, (kind, name, architecture),
-so an SBOM compares with an Inventory: the SBOM's own fields (name, version, its purl's type and arch qualifier),
-never a re-derived guess.
+tag (builder/pipeline/refresh.py), and `promote --keep-unchanged` compares a refreshed candidate's SBOM with the
+public image's (builder/publish/promote_refresh.py): the same set means nothing new to publish; a different one is
+published, and these changes are what its report, release notes and promote output list. Both sides are keyed
+alike, (kind, name, architecture), so an SBOM compares with an Inventory: the SBOM's own fields (name, version, its
+purl's type and arch qualifier), never a re-derived guess.
 """
 
 from __future__ import annotations

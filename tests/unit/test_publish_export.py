@@ -178,6 +178,16 @@ def test_a_refresh_token_reaches_every_command_and_the_bake_args(m: Matrix, tmp_
     assert all(b["labels"]["io.torchyard.refresh"] == "2026-W48" for b in data["target"].values() if "inherits" in b)
 
 
+def test_a_refreshed_candidate_is_promoted_with_keep_unchanged_and_a_plain_one_without(m: Matrix) -> None:
+    """The weekly refresh's promote keeps a public image whose packages did not move (builder/publish/
+    promote_refresh.py), after --content-hash and before --attest."""
+    for refresh, expected in (("2026-W48", ["--keep-unchanged"]), ("", [])):
+        pplan = plan_publish(m, expand(m, refresh=refresh)[0], [])
+        for job in github_matrix(pplan, REPO, CANDIDATES, "all", Assurance(attest=True))["include"]:
+            argv = shlex.split(job["push"])
+            assert argv[4] == "--content-hash" and argv[6:] == [*expected, "--attest"]
+
+
 def test_the_assurance_flags_reach_the_build_publish_and_promote_commands_and_run(
     m: Matrix, items: list[Item], capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1,6 +1,7 @@
 """Issue 44 item 7, per item: whole seconds (its group's wall time, every step) beside its docker build's, and the
-bytes this run pushed for it: counted where torchyard's client sent them, "not recorded" where docker pushed (its
-push does not say), 0 where nothing was pushed."""
+bytes this run pushed for it: counted where torchyard's client sent them, "not recorded" where docker pushed and
+the engine said nothing of its layers (the fake engine here has no push stream; tests/unit/test_push_count.py has
+the count from a real stream's events), 0 where nothing was pushed."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ from builder.oci.client import OCI_INDEX, OCI_MANIFEST, Manifest
 from builder.oci.referrers import attach
 from builder.oci.refs import parse_repo, platform_fields
 from builder.pipeline.pipeline import BuildSettings, build
+from builder.pipeline.plan import CONTENT_LABEL
 from builder.pipeline.refresh import NO_SECURITY, read_sources, security_suites
 from builder.publish.items import expand
 from builder.publish.notes import release_notes
@@ -164,6 +165,38 @@ def test_a_refresh_that_changes_no_package_pushes_nothing_and_keeps_the_digest(t
     assert not report.failed
 
 
+def test_the_aliases_job_after_a_keep_counts_the_kept_image_as_published(tmp_path: Path) -> None:
+    """The exported workflow's aliases job runs --aliases-only with the week's token after promote kept an image:
+    the kept image (built with no token or an older one, the same content) is published, not a MISS."""
+    fakes = _published(tmp_path)
+    digest = _plant(fakes, _sbom_of(INVENTORY))
+    run(fakes, tmp_path / "week")
+    report, log = run(fakes, tmp_path / "aliases", aliases_only=True)
+
+    assert [(i.status, i.ref) for i in report.items] == [(Status.SKIPPED, IMMUTABLE)] and not report.failed
+    assert f"KEPT  {IMMUTABLE}: this content (built with no refresh token), kept: no package changed since" in log
+    assert fakes.registry.images[IMMUTABLE][1] == digest
+    fakes.registry.refs[IMMUTABLE][CONTENT_LABEL] = "sha256:" + "0" * 64  # other content: not this plan's
+    again, _ = run(fakes, tmp_path / "again", aliases_only=True)
+    assert [i.status for i in again.items] == [Status.FAILED]
+
+
+def test_a_published_image_of_other_content_is_published_anew_whatever_its_packages(tmp_path: Path) -> None:
+    """A refresh replaces only packages: when the published image's Dockerfile, build arguments or files differ
+    (here: its content hash is another), the same packages keep nothing, and the new content is published."""
+    fakes = _published(tmp_path)
+    old = _plant(fakes, _sbom_of(INVENTORY))
+    fakes.registry.refs[IMMUTABLE][CONTENT_LABEL] = "sha256:" + "0" * 64  # built from another Dockerfile
+    report, _ = run(fakes, tmp_path / "week")
+
+    [item] = report.items
+    assert item.status == Status.BUILT and item.digest != old and fakes.pushed() == [IMMUTABLE]
+    assert item.refresh["packages"] == (
+        f"not compared: {IMMUTABLE} differs in more than its refresh token (Dockerfile, build arguments or context "
+        "files)"
+    )
+
+
 def test_a_planted_package_change_is_published_with_a_new_build_tag_and_listed(tmp_path: Path) -> None:
     fakes = _published(tmp_path)
     old = _plant(fakes, _sbom_of(_older_libc()))  # the published SBOM says libc6 was one update behind
@@ -199,7 +232,8 @@ def test_an_sbom_not_signed_with_the_runs_key_is_not_compared(tmp_path: Path) ->
     _plant(fakes, _sbom_of(INVENTORY))  # the same packages, but anyone with push rights could have written it
     key = signing_key(write_key(tmp_path), {})
     engine = fakes.factory()
-    verdict, _, changes = compare(engine, fakes.registry, IMMUTABLE, "sha256:new", key)
+    unrefreshed = fakes.registry.refs[IMMUTABLE][CONTENT_LABEL]  # published without a token: its content hash
+    verdict, _, changes = compare(engine, fakes.registry, IMMUTABLE, "sha256:new", key, unrefreshed)
 
     assert verdict.startswith(f"not compared: the SBOM of {IMMUTABLE} (sha256:") and "not signed" in verdict
     assert changes == ()
