@@ -95,9 +95,10 @@ def before_build(engine: Engine, plan: Plan, flavors: list[Flavor], log: Log) ->
         return {}
     read: dict[str, str | None] = {}
     found = {}
+    unrefreshed = plan.content_with_token("")  # the same for every flavor: one hash of the context
     for flavor in flavors:
         base = plan.spec.base_image(flavor)
-        found[flavor] = Refresh(token, unrefreshed=plan.content_with_token(""))
+        found[flavor] = Refresh(token, unrefreshed=unrefreshed)
         if base in read:  # a base shared by flavors (runtime, devel): read and said once
             found[flavor].sources = read[base] or NOT_CHECKED
             continue
@@ -196,13 +197,19 @@ def compare(
     return (f"{len(changes)} change(s)" if changes else UNCHANGED), published.digest, changes
 
 
+def unrefreshed_of(labels: Mapping[str, str]) -> str:
+    """An image's content hash without its refresh token, from its labels; "" for a refresh build of a torchyard from
+    before the label (unknown). An image built without a token has it as its content hash."""
+    return labels.get(UNREFRESHED_LABEL) or ("" if labels.get(REFRESH_LABEL) else labels.get(CONTENT_LABEL, ""))
+
+
 def beyond_token(name: str, labels: Mapping[str, str], unrefreshed: str) -> str:
     """Why the image `name` (its labels) may not be kept in place of a build whose content hash without its refresh
     token is `unrefreshed`; "" when it is that content under another token, or with none (an image built without a
     refresh: its content hash is that hash). A refresh replaces only packages: an image whose Dockerfile, build
     arguments or context files differ is published anew whatever its packages."""
-    published = labels.get(UNREFRESHED_LABEL) or ("" if labels.get(REFRESH_LABEL) else labels.get(CONTENT_LABEL))
-    if not published:  # a refresh build of a torchyard from before the label: its content without the token unknown
+    published = unrefreshed_of(labels)
+    if not published:
         return f"{name} records no {UNREFRESHED_LABEL} (published before torchyard recorded it)"
     if published != unrefreshed:
         return f"{name} differs in more than its refresh token (Dockerfile, build arguments or context files)"

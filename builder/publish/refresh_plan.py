@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from builder.pipeline.plan import REFRESH_LABEL, UNREFRESHED_LABEL, Plan
-from builder.pipeline.refresh import beyond_token, token_of
+from builder.pipeline.plan import REFRESH_LABEL, Plan
+from builder.pipeline.refresh import beyond_token, token_of, unrefreshed_of
 from builder.pipeline.registry import Registry
 
 NO_COMPARE, TOKEN_ONLY, CONTENT_TOO, NOT_RECORDED = "", "token only", "content too", "not recorded"
@@ -28,15 +28,10 @@ def refresh_kind(plan: Plan, registry: Registry, ref: str) -> tuple[str, str]:
     top = registry.read(ref)
     if top is None or top.is_index:  # a first publish; an index has no one SBOM to compare with
         return NO_COMPARE, ""
-    beyond = beyond_token(ref, registry.labels(ref, top=top) or {}, plan.content_with_token(""))
-    if not beyond:
-        return TOKEN_ONLY, top.digest
-    return (NOT_RECORDED if UNREFRESHED_LABEL in beyond else CONTENT_TOO), ""
-
-
-def content_with_token(plan: Plan, token: str) -> str:
-    """The content hash this plan would have with `token` as its refresh token ("": none)."""
-    return plan.content_with_token(token)
+    published = unrefreshed_of(registry.labels(ref, top=top) or {})
+    if not published:
+        return NOT_RECORDED, ""
+    return (TOKEN_ONLY, top.digest) if published == plan.content_with_token("") else (CONTENT_TOO, "")
 
 
 def kept_by_refresh(registry: Registry, ref: str, plan: Plan, log: Callable[[str], None]) -> bool:

@@ -31,7 +31,7 @@ from builder.publish.preview import (
     Preview,
     preview,
 )
-from builder.publish.refresh_plan import CONTENT_TOO, NO_COMPARE, NOT_RECORDED, TOKEN_ONLY, content_with_token
+from builder.publish.refresh_plan import CONTENT_TOO, NO_COMPARE, NOT_RECORDED, TOKEN_ONLY
 
 TOKEN = "2026-W50"
 
@@ -50,9 +50,9 @@ def _refreshed(fakes: PublishFakes, token: str = TOKEN) -> Preview:
 def test_the_content_hash_with_the_plan_s_own_token_is_its_content_hash(fakes: PublishFakes) -> None:
     items, _ = expand(fakes.m, refresh=TOKEN)
     plan = make_plan(fakes.m, items[0].combo, items[0].options)
-    assert content_with_token(plan, TOKEN) == plan.content_hash
+    assert plan.content_with_token(TOKEN) == plan.content_hash
     plain = make_plan(fakes.m, fakes.items[0].combo, fakes.items[0].options)
-    assert content_with_token(plan, "") == plain.content_hash != plan.content_hash
+    assert plan.content_with_token("") == plain.content_hash != plan.content_hash
 
 
 def test_a_refresh_of_a_published_set_is_built_then_kept_if_no_package_changed(
