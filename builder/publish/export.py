@@ -219,6 +219,9 @@ def _common_target(plan: Plan, context: Path, cache_repo: str | None, name: str)
         "dockerfile": "Dockerfile",
         "args": dict(plan.build_args),
         "secret": [f"id={s.id},src={s.source}" for s in plan.secrets if s.source != "generated"],
+        # buildx's default provenance would wrap each image in an index with an attestation manifest (another
+        # digest than `torchyard build`'s, which passes --provenance=false and attaches its own after the smoke suite)
+        "attest": ["type=provenance,disabled=true"],
     }
     if cache_repo:
         common["cache-from"] = [f"type=registry,ref={cache_repo}:{name}"]

@@ -140,6 +140,7 @@ def test_bake_targets_carry_the_tags_labels_and_a_written_context(m: Matrix, ite
         assert body["labels"]["io.torchyard.dockerfile-sha256"] == digest
         assert common["args"] == dict(plan.build_args)
         assert all(not s.endswith("src=generated") for s in common["secret"])
+        assert common["attest"] == ["type=provenance,disabled=true"]  # the digests `torchyard build` gives
 
 
 def test_bake_with_a_cache_repo_reads_and_writes_the_registry_cache(
