@@ -39,7 +39,7 @@ from builder.oci.client import Distribution
 from builder.oci.refs import parse_repo
 from builder.pipeline.plan import CONTENT_LABEL
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.engines]  # engines: out of scripts/test's default run (CI's time)
 
 BASE = f"{REGISTRY}/torchyard-two-{RUN_ID}"
 CACHE, CANDIDATES, PUBLIC = f"{BASE}/cache", f"{BASE}/candidates", f"{BASE}/torch"
