@@ -10,11 +10,17 @@ import json
 import tarfile
 from dataclasses import dataclass
 
+from builder.net.http import Http, Policy
 from builder.oci.client import DOCKER_MANIFEST, Distribution
 from builder.oci.refs import RepoRef
 
 LAYER_TYPE = "application/vnd.docker.image.rootfs.diff.tar.gzip"
 CONFIG_TYPE = "application/vnd.docker.container.image.v1+json"
+
+
+def local_client() -> Distribution:
+    """A client of the local registries without credentials (:5000), not reading the docker CLI's logins."""
+    return Distribution(Http(Policy(timeout=30)), None, docker_login=False)
 
 
 @dataclass(frozen=True)

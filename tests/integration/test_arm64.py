@@ -24,11 +24,9 @@ from pathlib import Path
 import pytest
 from conftest import RUN_ID
 from kit import REGISTRY, ROOT, docker, torchyard
-from oci_kit import push_image
+from oci_kit import local_client, push_image
 
 from builder.matrix import load_matrix
-from builder.net.http import Http, Policy
-from builder.oci.client import Distribution
 from builder.oci.index import IndexEntry, write_index
 from builder.oci.refs import parse_repo
 from builder.pipeline.plan import CONTENT_LABEL
@@ -46,17 +44,13 @@ ARM64_FLAGS = ("--platform", "linux/arm64", "--torch", "2.5.1", "--variant", "cp
 TAG = "2.5.1-cpu-py3.11-debian12-runtime-arm64"
 
 
-def _client() -> Distribution:
-    return Distribution(Http(Policy(timeout=30)), None, docker_login=False)
-
-
 @pytest.fixture(scope="module")
 def emulation() -> None:
     """What scripts/services sets up: without it these tests fail with the fix, never skip."""
     problems = []
     if platform.machine() == "x86_64" and not BINFMT.exists():
         problems.append(f"no QEMU handler at {BINFMT}")
-    base = _client().platforms(parse_repo(f"{MIRROR}/library/debian"), "bookworm-slim")
+    base = local_client().platforms(parse_repo(f"{MIRROR}/library/debian"), "bookworm-slim")
     if base is None or not {"linux/amd64", "linux/arm64"} <= set(base):
         problems.append(f"no multi-platform base {MIRROR}/library/debian:bookworm-slim (found: {base})")
     if problems:
@@ -68,7 +62,7 @@ def arm64_only_mirror(emulation: None) -> str:
     """A Docker Hub mirror whose debian:bookworm-slim is an index of the multi-platform base's arm64 image alone."""
     copied = torchyard("promote", f"{MIRROR}/library/debian:bookworm-slim-arm64", f"{ARM64_ONLY}/library/debian:copy")
     assert copied.code == 0, copied.text
-    client = _client()
+    client = local_client()
     repo = parse_repo(f"{ARM64_ONLY}/library/debian")
     digest = client.platforms(repo, "copy")
     assert digest is not None
@@ -90,7 +84,7 @@ def arm64(arm64_only_mirror: str, tmp_path_factory: pytest.TempPathFactory) -> S
     assert rendered.code == 0, rendered.text[-2000:]
     content = json.loads((out / "plan.json").read_text())["content_hash"]
     repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/arm64"
-    pushed = push_image(_client(), parse_repo(repo), TAG, arch="arm64", labels={CONTENT_LABEL: content})
+    pushed = push_image(local_client(), parse_repo(repo), TAG, arch="arm64", labels={CONTENT_LABEL: content})
     return StandIn(repo, pushed.digest)
 
 
@@ -106,7 +100,7 @@ def test_a_build_finds_the_arm64_image_up_to_date_in_the_registry(arm64: StandIn
     assert "chose torch2.5.1-cpu-py3.11-debian12-arm64" in again.out
     assert f"{arm64.repo}:{TAG} is up to date in the registry: no build, no push" in again.out
     assert "building" not in again.out
-    assert _client().platforms(parse_repo(arm64.repo), TAG) == {"linux/arm64": arm64.digest}  # nothing rewritten
+    assert local_client().platforms(parse_repo(arm64.repo), TAG) == {"linux/arm64": arm64.digest}  # nothing rewritten
 
 
 def test_smoke_refuses_the_arm64_image_as_this_machines_platform(arm64: StandIn) -> None:
@@ -136,7 +130,7 @@ def test_a_platform_that_fails_holds_the_index_and_the_other_stays_addressable(a
     index_line = next(line for line in run.out.splitlines() if line.startswith("index "))
     assert index_line.startswith(f"index        held        {arm64.repo}:{held} linux/amd64 failed: ")
     assert f"[arm64] [runtime] {arm64.repo}:{TAG} is up to date in the registry: no build, no push" in run.out
-    client = _client()
+    client = local_client()
     assert client.manifest(parse_repo(arm64.repo), held) is None  # nothing under the held tag
     assert client.platforms(parse_repo(arm64.repo), TAG) == {"linux/arm64": arm64.digest}  # still addressable
     pulled = docker("pull", f"{arm64.repo}@{arm64.digest}")
@@ -166,7 +160,7 @@ def test_publish_joins_the_published_platforms_into_one_index_pulled_back_per_pl
     [index] = plan_publish(m, items, []).indexes
     assert index.tags is not None
     repo = f"{REGISTRY}/torchyard-test-{RUN_ID}/joined"
-    client, where = _client(), parse_repo(repo)
+    client, where = local_client(), parse_repo(repo)
     pushed = {
         member.item.combo.platform.value: push_image(client, where, member.tag, arch=member.item.combo.platform.arch,
                                                      labels={CONTENT_LABEL: member.content_hash}).digest
